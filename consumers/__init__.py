@@ -1,0 +1,1 @@
+"""Stream consumers and the local Kafka broker used by tests and the demo."""
