@@ -1,0 +1,120 @@
+"""Anchor-word selection: FastAnchorWords (Arora et al. 2013, Algorithm 4).
+
+Anchors are the vertices of the convex hull of the row-normalised co-occurrence rows (Qbar). The
+greedy search picks the row farthest from the origin, then repeatedly the row farthest from the
+span of those picked so far (Gram-Schmidt), and a clean-up pass re-picks each anchor as the row
+farthest from the span of the other K - 1.
+
+Distances are tracked through coordinates in an orthonormal basis of the current span rather
+than by deflating every row, so each greedy step and each clean-up step costs one pass over the
+candidate rows (O(c D)) plus O(c K) bookkeeping.
+
+Noise is the enemy: the Qbar row of a word seen in few documents is a noisy point far from the
+hull, and farthest-point search loves such points. Only words with enough document frequency
+are candidates; :func:`default_min_document_frequency` makes that threshold grow with the
+stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def default_min_document_frequency(n_docs: int) -> int:
+    """Candidate threshold in documents: ``max(5, min(sqrt(M), M / 20))``.
+
+    Growing like sqrt(M) lets rarer words (often the best anchors) qualify as the stream grows,
+    while the absolute support of every candidate, and so the precision of its row, keeps rising.
+    """
+    return int(max(5, min(np.sqrt(max(n_docs, 1)), max(n_docs, 1) / 20)))
+
+
+def candidate_words(document_frequency: np.ndarray, min_df: int, max_candidates: int | None) -> np.ndarray:
+    """Words with ``document_frequency >= min_df``, the ``max_candidates`` most frequent if
+    there are more (ties by word id), returned sorted by id."""
+    eligible = np.flatnonzero(document_frequency >= min_df)
+    if max_candidates is not None and eligible.size > max_candidates:
+        order = np.lexsort((eligible, -document_frequency[eligible]))
+        eligible = np.sort(eligible[order[:max_candidates]])
+    return eligible
+
+
+def random_projection(n_features: int, dimension: int, seed: int) -> np.ndarray:
+    """A Gaussian projection matrix (n_features x dimension), scaled to keep norms in
+    expectation. Deterministic in (n_features, dimension, seed)."""
+    rng = np.random.default_rng([seed, n_features, dimension])
+    return rng.standard_normal((n_features, dimension)) / np.sqrt(dimension)
+
+
+def _orthonormal_complement(vectors: np.ndarray) -> np.ndarray:
+    """A unit vector orthogonal to the rows of ``vectors`` ((K - 1) x K)."""
+    _, _, vt = np.linalg.svd(vectors, full_matrices=True)
+    return vt[-1]
+
+
+def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) -> np.ndarray:
+    """Positions (into ``rows``) of ``n_anchors`` extreme rows.
+
+    Parameters
+    ----------
+    rows
+        Candidate points, one per row (c x D): row-normalised co-occurrence rows, possibly
+        randomly projected.
+    n_anchors
+        K, the number of anchors.
+    cleanup
+        Run the re-selection pass of Algorithm 4 (each anchor replaced by the point farthest from
+        the span of the other K - 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> vertices = np.eye(3)
+    >>> mixtures = np.array([[.5, .5, 0], [.2, .3, .5], [0, .6, .4]])
+    >>> sorted(fast_anchor_words(np.vstack([mixtures, vertices]), 3).tolist())
+    [3, 4, 5]
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    n_points = rows.shape[0]
+    if n_anchors > n_points:
+        raise ValueError(f"{n_anchors} anchors requested from only {n_points} candidate words")
+    squared_norms = np.einsum("ij,ij->i", rows, rows)
+    basis = np.zeros((n_anchors, rows.shape[1]))
+    coords = np.zeros((n_points, n_anchors))  # coordinates of every row in `basis`
+    residual = squared_norms.copy()  # squared distance of every row from span(basis)
+    anchors = np.empty(n_anchors, np.int64)
+    for k in range(n_anchors):
+        pick = int(np.argmax(residual))
+        anchors[k] = pick
+        direction = rows[pick] - coords[pick, :k] @ basis[:k]
+        norm = np.linalg.norm(direction)
+        if norm <= 1e-12 * max(1.0, np.sqrt(squared_norms[pick])):
+            raise ValueError(f"only {k} linearly independent candidate rows; cannot pick {n_anchors} anchors")
+        basis[k] = direction / norm
+        coords[:, k] = rows @ basis[k]
+        residual = np.maximum(residual - coords[:, k] ** 2, 0.0)
+    if not cleanup:
+        return anchors
+    for k in range(n_anchors):
+        others = np.delete(np.arange(n_anchors), k)
+        # Within span(basis), the span of the other anchors misses one direction u; a row's squared
+        # distance from span(others) is its residual plus its squared coordinate along u.
+        u = _orthonormal_complement(coords[anchors[others]]) if n_anchors > 1 else np.ones(1)
+        along_u = coords @ u
+        distance = residual + along_u**2
+        pick = int(np.argmax(distance))
+        if pick == anchors[k]:
+            continue
+        anchors[k] = pick
+        # New basis: span(others) (K - 1 directions rotated out of the old basis) + the new point.
+        keep = np.linalg.svd(np.outer(u, u) - np.eye(n_anchors))[0][:, : n_anchors - 1] if n_anchors > 1 else np.zeros((1, 0))
+        old_basis = basis
+        kept_basis = keep.T @ old_basis
+        kept_coords = coords @ keep
+        direction = rows[pick] - kept_coords[pick] @ kept_basis
+        norm = np.linalg.norm(direction)
+        new_direction = direction / norm
+        basis = np.vstack([kept_basis, new_direction])
+        coords = np.column_stack([kept_coords, rows @ new_direction])
+        residual = np.maximum(squared_norms - np.einsum("ij,ij->i", coords, coords), 0.0)
+    return anchors

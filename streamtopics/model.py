@@ -1,0 +1,477 @@
+"""StreamingTopicModel: the public API that every source, sink and service uses."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .alignment import align_topics
+from .anchors import default_min_document_frequency
+from .cooccurrence import CooccurrenceStats
+from .documents import (
+    DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
+)
+from .inference import infer_mixtures
+from .refresh import match_columns, recover_topics, select_anchors
+from .snapshot import TopicSnapshot
+from .state import read_state, write_state
+from .text import Tokenizer
+from .vocabulary import Vocabulary
+
+RejectHandler = Callable[[Rejection, Any, Any], None]
+
+
+class StreamingTopicModel:
+    """An anchor-word topic model whose statistics grow one document at a time.
+
+    Documents update exact co-occurrence sums in time proportional to the document;
+    :meth:`refresh` turns the sums into topics (anchors, warm-started recovery, alignment of
+    topic ids with the previous snapshot) and publishes a versioned :class:`TopicSnapshot`.
+
+    Parameters
+    ----------
+    n_topics
+        K, the number of topics.
+    vocabulary
+        A :class:`Vocabulary`, a list of words, or a path to a one-word-per-line file. If None,
+        the vocabulary is learned from the first ``warmup_documents`` documents (the
+        ``vocabulary_size`` words of highest document frequency) and then frozen; those
+        documents are absorbed once it is built, so none is lost.
+    anchor_min_df
+        Documents a word must occur in to be a candidate anchor; ``"auto"`` grows with the
+        stream (:func:`~streamtopics.anchors.default_min_document_frequency`).
+    max_anchor_candidates
+        At most this many candidates (the most frequent) enter the anchor search.
+    projection_dim
+        Candidate rows are randomly projected to this many dimensions when the vocabulary is
+        larger (None: never).
+    recovery
+        ``"l2"`` (default) or ``"kl"``.
+    warm_start
+        Start every word's solve from the previous refresh's solution.
+    refresh_every
+        Refresh automatically after every this many absorbed documents (None: only on demand).
+    batch_size
+        Documents buffered before the ingest kernel runs; results do not depend on it.
+    on_reject
+        Called as ``on_reject(rejection, document, key)`` for each rejected document (e.g. to
+        route it to a dead-letter topic). Rejections are also counted in :attr:`rejections`.
+
+    Examples
+    --------
+    >>> model = StreamingTopicModel(n_topics=2, vocabulary=["apple", "pear", "goal", "match"],
+    ...                             anchor_min_df=1)
+    >>> for _ in range(20):
+    ...     model.learn_one("apple pear apple")
+    ...     model.learn_one("goal match goal")
+    >>> model.learn_one("")          # bad input is counted, never raised
+    >>> model.rejections
+    Counter({'empty': 1})
+    >>> snapshot = model.refresh()
+    >>> sorted(sorted(w for w, _ in words[:2]) for words in snapshot.top_words(2).values())
+    [['apple', 'pear'], ['goal', 'match']]
+    >>> mixture = model.transform_one("apple pear")
+    >>> round(max(mixture.values()), 3)
+    1.0
+    """
+
+    def __init__(self, n_topics: int, vocabulary=None, *, vocabulary_size: int = 10_000,
+                 warmup_documents: int = 1000, tokenizer: Tokenizer | None = None,
+                 anchor_min_df: int | str = "auto", max_anchor_candidates: int | None = 3000,
+                 projection_dim: int | None = 1000, anchor_cleanup: bool = True, recovery: str = "l2",
+                 recovery_tol: float = 1e-6, recovery_max_iter: int = 500, warm_start: bool = True,
+                 match_threshold: float = 1.0, change_threshold: float = 0.5,
+                 refresh_every: int | None = None, batch_size: int = 2048,
+                 max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None):
+        if n_topics < 1:
+            raise ValueError("n_topics must be at least 1")
+        self.n_topics = int(n_topics)
+        self.vocabulary_size = int(vocabulary_size)
+        self.warmup_documents = int(warmup_documents)
+        self.tokenizer = tokenizer or Tokenizer()
+        self.anchor_min_df = anchor_min_df
+        self.max_anchor_candidates = max_anchor_candidates
+        self.projection_dim = projection_dim
+        self.anchor_cleanup = anchor_cleanup
+        self.recovery = recovery
+        self.recovery_tol = recovery_tol
+        self.recovery_max_iter = recovery_max_iter
+        self.warm_start = warm_start
+        self.match_threshold = match_threshold
+        self.change_threshold = change_threshold
+        self.refresh_every = refresh_every
+        self.batch_size = int(batch_size)
+        self.max_text_chars = int(max_text_chars)
+        self.seed = int(seed)
+        self.on_reject = on_reject
+        self._encoder = DocumentEncoder(self.tokenizer, self.max_text_chars)
+
+        self.vocabulary: Vocabulary | None = None
+        self.stats: CooccurrenceStats | None = None
+        self._warmup: list[tuple[dict, Any]] = []
+        self._pending: list[EncodedDocument] = []
+        self._pending_keys: list[int] = []
+        self.rejections: Counter = Counter()
+        self.oov_tokens = 0.0
+        self.documents_truncated = 0
+        self.snapshot: TopicSnapshot | None = None
+        self._coefficients: np.ndarray | None = None
+        self._next_topic_id = 0
+        self._absorbed_at_refresh = 0
+        self.last_refresh: dict = {}
+        if vocabulary is not None:
+            self._set_vocabulary(_as_vocabulary(vocabulary))
+
+    # ------------------------------------------------------------------ learning
+    def learn_one(self, document, key=None) -> None:
+        """Absorb one document: raw text (str or UTF-8 bytes), a token list, or a
+        ``{word: count}`` mapping. ``key`` (bytes, str or int) identifies the document; without
+        one its content does."""
+        if self.vocabulary is None:
+            counts, rejection, truncated = self._encoder.word_counts(document)
+            if rejection is not None:
+                self._reject(rejection, document, key)
+                return
+            self.documents_truncated += truncated
+            self._warmup.append((counts, key))
+            if len(self._warmup) >= self.warmup_documents:
+                self._freeze_vocabulary()
+            return
+        encoded = self._encoder.encode(document, self.vocabulary)
+        self._accept(encoded, document, key)
+
+    def learn_many(self, documents, keys: Iterable | None = None) -> None:
+        """Absorb many documents: an iterable of anything :meth:`learn_one` takes, or
+        pre-indexed counts (a scipy sparse matrix, documents x vocabulary, or a
+        :class:`DocumentBatch`) for speed."""
+        if isinstance(documents, DocumentBatch) or hasattr(documents, "tocsr"):
+            self._learn_indexed(documents, keys)
+            return
+        keys = [None] * len(documents) if keys is None and hasattr(documents, "__len__") else keys
+        if keys is None:
+            for document in documents:
+                self.learn_one(document)
+        else:
+            for document, key in zip(documents, keys, strict=True):
+                self.learn_one(document, key)
+
+    def _learn_indexed(self, documents, keys) -> None:
+        if self.vocabulary is None:
+            raise ValueError("pre-indexed documents need a vocabulary: pass one to the model")
+        if not isinstance(documents, DocumentBatch):
+            documents = DocumentBatch.from_csr(documents, keys)
+        elif keys is not None:
+            documents = DocumentBatch(documents.indptr, documents.indices, documents.counts,
+                                      np.asarray([key_hash(k) for k in keys], np.uint64))
+        bounds = zip(documents.indptr[:-1], documents.indptr[1:])
+        for d, (a, b) in enumerate(bounds):
+            ids, counts = documents.indices[a:b], documents.counts[a:b]
+            rejection = validate_indexed(ids, counts, len(self.vocabulary))
+            if rejection is None and (np.any(np.diff(ids) <= 0)):
+                rejection = Rejection("invalid_word_id", "ids must be sorted and unique")
+            if rejection is not None:
+                self._reject(rejection, (ids, counts), int(documents.keys[d]))
+                continue
+            positive = counts > 0
+            self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
+                         hashed_key=int(documents.keys[d]))
+
+    def _accept(self, encoded, document, key, hashed_key: int | None = None) -> None:
+        if isinstance(encoded, Rejection):
+            self._reject(encoded, document, key)
+            return
+        self.oov_tokens += encoded.oov_tokens
+        self.documents_truncated += encoded.truncated
+        if encoded.counts.sum() < 2:
+            self._reject(Rejection("too_short", "fewer than 2 known tokens"), document, key)
+            return
+        if hashed_key is None:
+            hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
+        self._pending.append(encoded)
+        self._pending_keys.append(hashed_key)
+        if len(self._pending) >= self.batch_size:
+            self._flush()
+        if self.refresh_every and self.documents_absorbed - self._absorbed_at_refresh >= self.refresh_every:
+            self.refresh()
+
+    def _reject(self, rejection: Rejection, document, key) -> None:
+        self.rejections[rejection.reason] += 1
+        if self.on_reject is not None:
+            self.on_reject(rejection, document, key)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        batch = DocumentBatch.from_documents(self._pending, self._pending_keys)
+        self._pending, self._pending_keys = [], []
+        self._ingest(batch)
+
+    def _ingest(self, batch: DocumentBatch) -> None:
+        """Every statistic the model keeps is updated here, from one batch."""
+        self.stats.update(batch)
+
+    def _set_vocabulary(self, vocabulary: Vocabulary) -> None:
+        if len(vocabulary) < self.n_topics:
+            raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {self.n_topics} topics")
+        self.vocabulary = vocabulary
+        self.stats = CooccurrenceStats(len(vocabulary))
+
+    def _freeze_vocabulary(self) -> None:
+        """Build the vocabulary from the warm-up documents, then absorb them."""
+        if not self._warmup:
+            raise RuntimeError("no documents seen yet: cannot build a vocabulary")
+        self._set_vocabulary(Vocabulary.from_document_counts(
+            (counts for counts, _ in self._warmup), self.vocabulary_size))
+        warmup, self._warmup = self._warmup, []
+        for counts, key in warmup:
+            self._accept(self._encoder.encode_counts(counts, self.vocabulary), counts, key)
+
+    @property
+    def documents_absorbed(self) -> int:
+        """Documents whose statistics are in the model (buffered ones included)."""
+        if self.stats is None:
+            return 0
+        return self.stats.n_docs + len(self._pending)
+
+    @property
+    def documents_rejected(self) -> int:
+        return sum(self.rejections.values())
+
+    def statistics(self) -> CooccurrenceStats:
+        """The co-occurrence sums with every buffered document included."""
+        if self.vocabulary is None:
+            self._freeze_vocabulary()
+        self._flush()
+        return self.stats
+
+    def merge(self, other: "StreamingTopicModel") -> "StreamingTopicModel":
+        """Add another model's statistics (a disjoint sub-stream over the same vocabulary)."""
+        if other.vocabulary != self.vocabulary or self.vocabulary is None:
+            raise ValueError("models can only be merged over the same, fixed vocabulary")
+        self.statistics().merge(other.statistics())
+        self.rejections.update(other.rejections)
+        self.oov_tokens += other.oov_tokens
+        self.documents_truncated += other.documents_truncated
+        return self
+
+    # ------------------------------------------------------------------ refresh
+    def min_document_frequency(self) -> int:
+        """The candidate-anchor threshold in force for the current number of documents."""
+        if self.anchor_min_df == "auto":
+            return default_min_document_frequency(self.statistics().n_docs)
+        return int(self.anchor_min_df)
+
+    def refresh(self, position: dict | None = None, stream_time: float | None = None) -> TopicSnapshot:
+        """Recompute the topics from the current sums and publish a new snapshot."""
+        stats = self.statistics()
+        if stats.n_docs == 0:
+            raise RuntimeError("no documents absorbed yet: nothing to refresh")
+        t0 = time.perf_counter()
+        anchors = select_anchors(stats, self.n_topics, self.min_document_frequency(),
+                                 self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed)
+        t_anchors = time.perf_counter() - t0
+        start = self._warm_start_point(stats, anchors) if self.warm_start else None
+        result = recover_topics(stats, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
+        t1 = time.perf_counter()
+        snapshot = self._publish(result, position, stream_time)
+        self.last_refresh = {
+            "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
+            "products_s": result.timings["products"], "solve_s": result.timings["solve"],
+            "align_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0,
+            "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
+            "iterations_max": int(result.iterations.max()),
+        }
+        return snapshot
+
+    def _warm_start_point(self, stats, anchors: np.ndarray) -> np.ndarray | None:
+        """The previous solution with its columns reordered to follow the new anchors."""
+        if self._coefficients is None or self.snapshot is None:
+            return None
+        previous = np.array([self.vocabulary[w] for w in self.snapshot.anchors])
+        mass = stats.word_mass
+        both = np.concatenate([previous, anchors])
+        rows = stats.rows(both) / np.where(mass[both] > 0, mass[both], 1.0)[:, None]
+        mapping = match_columns(rows[: previous.size], rows[previous.size:])
+        return self._coefficients[:, mapping]
+
+    def _publish(self, result, position, stream_time) -> TopicSnapshot:
+        previous = self.snapshot
+        alignment = align_topics(
+            None if previous is None else previous.topic_word,
+            None if previous is None else previous.topic_ids,
+            result.topic_word, self._next_topic_id, self.match_threshold,
+        )
+        self._next_topic_id = alignment.next_id
+        anchors = [self.vocabulary.words[w] for w in result.anchors]
+        events = [{"type": "birth", "topic": t, "anchor": anchors[alignment.topic_ids.index(t)]}
+                  for t in alignment.births]
+        events += [{"type": "death", "topic": t} for t in alignment.deaths]
+        if previous is not None:
+            for k, topic in enumerate(alignment.topic_ids):
+                if topic not in alignment.distances:
+                    continue
+                before = previous.anchors[previous.topic_ids.index(topic)]
+                moved = alignment.distances[topic]
+                if moved >= self.change_threshold or before != anchors[k]:
+                    events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
+                                   "anchor_before": before, "anchor_after": anchors[k]})
+        self._coefficients = result.coefficients
+        self._absorbed_at_refresh = self.documents_absorbed
+        self.snapshot = TopicSnapshot(
+            version=1 if previous is None else previous.version + 1,
+            documents_seen=self.stats.n_docs,
+            vocabulary=self.vocabulary.words,
+            topic_word=result.topic_word,
+            anchors=anchors,
+            topic_ids=alignment.topic_ids,
+            prevalence=result.prevalence,
+            alpha=result.alpha,
+            events=events,
+            position=position,
+            stream_time=stream_time,
+        )
+        return self.snapshot
+
+    # ------------------------------------------------------------------ inference
+    def encode_many(self, documents) -> tuple[DocumentBatch, list[Rejection | None]]:
+        """Encode documents against the vocabulary without learning anything."""
+        if self.vocabulary is None:
+            raise RuntimeError("the model has no vocabulary yet")
+        encoded, outcome = [], []
+        for document in documents:
+            result = self._encoder.encode(document, self.vocabulary)
+            if isinstance(result, Rejection):
+                outcome.append(result)
+                result = EncodedDocument(np.zeros(0, np.int32), np.zeros(0))
+            else:
+                outcome.append(None)
+            encoded.append(result)
+        return DocumentBatch.from_documents(encoded, [0] * len(encoded)), outcome
+
+    def infer(self, documents) -> np.ndarray:
+        """Topic mixtures (documents x K, columns in ``snapshot.topic_ids`` order). A document
+        with no known word gets the prior (the topic prevalences). Changes nothing."""
+        if self.snapshot is None:
+            raise RuntimeError("no snapshot yet: call refresh() first")
+        if isinstance(documents, DocumentBatch):
+            batch = documents
+        elif hasattr(documents, "tocsr"):
+            batch = DocumentBatch.from_csr(documents)
+        else:
+            batch, _ = self.encode_many(documents)
+        return infer_mixtures(batch, self.snapshot.topic_word, self.snapshot.prevalence)
+
+    def transform_one(self, document) -> dict[int, float]:
+        """``{topic_id: weight}`` for one document; empty before the first refresh."""
+        if self.snapshot is None:
+            return {}
+        return dict(zip(self.snapshot.topic_ids, self.infer([document])[0].tolist()))
+
+    def transform_many(self, documents) -> list[dict[int, float]]:
+        """:meth:`transform_one` for many documents at once."""
+        if self.snapshot is None:
+            return [{} for _ in documents]
+        ids = self.snapshot.topic_ids
+        return [dict(zip(ids, row)) for row in self.infer(documents).tolist()]
+
+    # ------------------------------------------------------------------ persistence
+    def get_config(self) -> dict:
+        return {
+            "n_topics": self.n_topics, "vocabulary_size": self.vocabulary_size,
+            "warmup_documents": self.warmup_documents, "anchor_min_df": self.anchor_min_df,
+            "max_anchor_candidates": self.max_anchor_candidates, "projection_dim": self.projection_dim,
+            "anchor_cleanup": self.anchor_cleanup, "recovery": self.recovery,
+            "recovery_tol": self.recovery_tol, "recovery_max_iter": self.recovery_max_iter,
+            "warm_start": self.warm_start, "match_threshold": self.match_threshold,
+            "change_threshold": self.change_threshold, "refresh_every": self.refresh_every,
+            "batch_size": self.batch_size, "max_text_chars": self.max_text_chars, "seed": self.seed,
+        }
+
+    def save(self, path) -> Path:
+        """Write the whole state (statistics, vocabulary, configuration, latest snapshot and
+        warm-start point) atomically to one checksummed file."""
+        if self.vocabulary is not None:
+            self._flush()
+        arrays: dict[str, np.ndarray] = {}
+        if self.stats is not None:
+            arrays.update({f"stats.{k}": v for k, v in self.stats.state_dict().items()})
+        if self._coefficients is not None:
+            arrays["coefficients"] = self._coefficients
+        if self.snapshot is not None:
+            arrays["snapshot.topic_word"] = self.snapshot.topic_word
+        meta = {
+            "config": self.get_config(),
+            "tokenizer": self.tokenizer.get_config(),
+            "vocabulary": None if self.vocabulary is None else self.vocabulary.words,
+            "warmup": [[counts, _jsonable_key(key)] for counts, key in self._warmup],
+            "rejections": dict(self.rejections),
+            "oov_tokens": self.oov_tokens,
+            "documents_truncated": self.documents_truncated,
+            "next_topic_id": self._next_topic_id,
+            "absorbed_at_refresh": self._absorbed_at_refresh,
+            "snapshot": None if self.snapshot is None else _snapshot_meta(self.snapshot),
+        }
+        return write_state(path, arrays, meta)
+
+    @classmethod
+    def load(cls, path, on_reject: RejectHandler | None = None) -> "StreamingTopicModel":
+        """Restore a model written by :meth:`save`; raises
+        :class:`~streamtopics.state.CorruptStateError` if the file is damaged."""
+        arrays, meta = read_state(path)
+        model = cls(**meta["config"], tokenizer=Tokenizer.from_config(meta["tokenizer"]), on_reject=on_reject)
+        if meta["vocabulary"] is not None:
+            model.vocabulary = Vocabulary(meta["vocabulary"])
+            model.stats = CooccurrenceStats.from_state_dict(
+                {k[len("stats."):]: v for k, v in arrays.items() if k.startswith("stats.")})
+        model._warmup = [(counts, _restore_key(key)) for counts, key in meta["warmup"]]
+        model.rejections = Counter(meta["rejections"])
+        model.oov_tokens = meta["oov_tokens"]
+        model.documents_truncated = meta["documents_truncated"]
+        model._next_topic_id = meta["next_topic_id"]
+        model._absorbed_at_refresh = meta["absorbed_at_refresh"]
+        model._coefficients = arrays.get("coefficients")
+        if meta["snapshot"] is not None:
+            model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=model.vocabulary.words,
+                                           topic_word=arrays["snapshot.topic_word"])
+            model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
+            model.snapshot.alpha = np.asarray(model.snapshot.alpha)
+        return model
+
+    def __repr__(self) -> str:
+        words = "learning" if self.vocabulary is None else len(self.vocabulary)
+        version = None if self.snapshot is None else self.snapshot.version
+        return (f"StreamingTopicModel(n_topics={self.n_topics}, vocabulary={words}, "
+                f"absorbed={self.documents_absorbed}, rejected={self.documents_rejected}, snapshot={version})")
+
+
+def _as_vocabulary(vocabulary) -> Vocabulary:
+    if isinstance(vocabulary, Vocabulary):
+        return vocabulary
+    if isinstance(vocabulary, (str, Path)):
+        return Vocabulary.from_file(vocabulary)
+    return Vocabulary(vocabulary)
+
+
+def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
+    return {
+        "version": snapshot.version, "documents_seen": snapshot.documents_seen,
+        "anchors": snapshot.anchors, "topic_ids": snapshot.topic_ids,
+        "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
+        "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
+    }
+
+
+def _jsonable_key(key):
+    if isinstance(key, (bytes, bytearray)):
+        return {"bytes": bytes(key).hex()}
+    return key
+
+
+def _restore_key(key):
+    if isinstance(key, dict):
+        return bytes.fromhex(key["bytes"])
+    return key

@@ -1,0 +1,287 @@
+"""Recovery of the topic-word matrix from anchors (Arora et al. 2013, Algorithm 3).
+
+Every word's row-normalised co-occurrence row is written as a convex combination ``C_i`` of the
+anchor rows. RecoverL2 is kernelised: with ``G = Qbar_S Qbar_S^T`` (K x K) and
+``y_i = Qbar_S Qbar_i^T``, word i solves ``min_c c'Gc - 2 y_i'c`` over the simplex by
+exponentiated gradient with a backtracking (Armijo) line search, stopping when the duality gap
+``c'g - min(g)`` (an upper bound on the objective's distance to optimal, the KKT test) falls below
+the tolerance. EG identifies the support of the solution quickly but converges slowly on small
+non-zero coefficients, so every few iterations the exact minimiser on the current support is
+tried (one small linear solve) and kept when it passes the same KKT test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
+Words are independent and solved in parallel (numba prange), each from a starting point: uniform
+(cold) or the previous refresh's solution (warm).
+
+Bayes' rule then gives ``A'_ik = p(w=i) C_ik`` whose column sums are the topic marginals p(z);
+normalising the columns gives A.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+_FLOOR = 1e-10  # starting points are mixed with this much uniform mass: EG cannot revive a zero
+
+
+@njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _quadratic(gram, y, c, gc):
+    """Fills gc = G c and returns c'Gc - 2 y'c."""
+    k = c.size
+    value = 0.0
+    for a in range(k):
+        s = 0.0
+        for b in range(k):
+            s += gram[a, b] * c[b]
+        gc[a] = s
+        value += c[a] * (s - 2.0 * y[a])
+    return value
+
+
+@njit(cache=True, nogil=True)
+def _polish(gram, y, c, out, gc, support_floor):
+    """Solve the equality-constrained problem on the support EG has found: for S = {c_a large},
+    ``G_SS c_S + mu 1 = y_S, sum(c_S) = 1`` (a (|S|+1)-square linear system). Writes the exact
+    minimiser into ``out`` and returns its duality gap, or inf when it leaves the simplex."""
+    k = c.size
+    top = c.max()
+    support = np.empty(k, np.int64)
+    m = 0
+    for a in range(k):
+        if c[a] > support_floor * top:
+            support[m] = a
+            m += 1
+    system = np.zeros((m + 1, m + 1))
+    rhs = np.zeros(m + 1)
+    for r in range(m):
+        for s in range(m):
+            system[r, s] = gram[support[r], support[s]]
+        system[r, m] = 0.5
+        system[m, r] = 1.0
+        rhs[r] = y[support[r]]
+    rhs[m] = 1.0
+    try:
+        solution = np.linalg.solve(system, rhs)
+    except Exception:  # singular system: give up polishing, EG goes on
+        return np.inf
+    out[:] = 0.0
+    for r in range(m):
+        if solution[r] <= 0.0:
+            return np.inf
+        out[support[r]] = solution[r]
+    g_min = np.inf
+    gap = 0.0
+    for a in range(k):
+        s = 0.0
+        for b in range(k):
+            s += gram[a, b] * out[b]
+        gc[a] = s
+        g = 2.0 * (s - y[a])
+        gap += out[a] * g
+        g_min = min(g_min, g)
+    return gap - g_min
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _recover_l2(gram, y, start, tol, max_iter, polish_every):
+    n_words, k = y.shape
+    coefficients = np.empty((n_words, k))
+    iterations = np.zeros(n_words, np.int64)
+    for i in prange(n_words):
+        c = start[i].copy()
+        c_new = np.empty(k)
+        gc = np.empty(k)
+        gc_new = np.empty(k)
+        grad = np.empty(k)
+        value = _quadratic(gram, y[i], c, gc)
+        eta = -1.0
+        it = 0
+        while it < max_iter:
+            g_min = np.inf
+            g_max = -np.inf
+            gap = 0.0
+            for a in range(k):
+                grad[a] = 2.0 * (gc[a] - y[i, a])
+                gap += c[a] * grad[a]
+                g_min = min(g_min, grad[a])
+                g_max = max(g_max, grad[a])
+            gap -= g_min
+            if gap <= tol:
+                break
+            if it % polish_every == polish_every - 1:
+                # EG's tail is slow for small non-zero coefficients; once it has found the
+                # support, the exact minimiser on that support usually passes the KKT test.
+                if _polish(gram, y[i], c, c_new, gc_new, 1e-4) <= tol:
+                    c, c_new = c_new, c
+                    it += 1
+                    break
+            if eta < 0.0:  # first step: move exponents by about one unit
+                eta = 1.0 / max(g_max - g_min, 1e-300)
+            it += 1
+            accepted = False
+            for _ in range(60):  # backtracking line search (Armijo)
+                total = 0.0
+                for a in range(k):
+                    c_new[a] = c[a] * np.exp(-eta * (grad[a] - g_min))
+                    total += c_new[a]
+                decrease = 0.0
+                for a in range(k):
+                    c_new[a] /= total
+                    decrease += grad[a] * (c_new[a] - c[a])
+                value_new = _quadratic(gram, y[i], c_new, gc_new)
+                if value_new <= value + 1e-4 * decrease:
+                    accepted = True
+                    break
+                eta *= 0.5
+            if not accepted:
+                break
+            c, c_new = c_new, c
+            gc, gc_new = gc_new, gc
+            value = value_new
+            eta *= 2.0
+        coefficients[i] = c
+        iterations[i] = it
+    return coefficients, iterations
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _recover_kl(anchor_rows, word_rows_source, row_ids, start, tol, max_iter):
+    """KL version; ``word_rows_source`` is a dense (n x V) block of row-normalised rows."""
+    n_words = row_ids.size
+    k, n_features = anchor_rows.shape
+    coefficients = np.empty((n_words, k))
+    iterations = np.zeros(n_words, np.int64)
+    for r in prange(n_words):
+        row = word_rows_source[r]
+        support = np.flatnonzero(row > 0)
+        target = row[support]
+        basis = np.ascontiguousarray(anchor_rows[:, support])
+        c = start[r].copy()
+        c_new = np.empty(k)
+        grad = np.empty(k)
+        mix = basis.T @ c
+        value = 0.0
+        for j in range(support.size):
+            value += target[j] * np.log(target[j] / max(mix[j], 1e-300))
+        eta = -1.0
+        it = 0
+        while it < max_iter:
+            ratio = target / np.maximum(mix, 1e-300)
+            g = -(basis @ ratio)
+            g_min = g.min()
+            gap = (c * g).sum() - g_min
+            if gap <= tol:
+                break
+            if eta < 0.0:
+                eta = 1.0 / max(g.max() - g_min, 1e-300)
+            it += 1
+            accepted = False
+            for _ in range(60):
+                c_new[:] = c * np.exp(-eta * (g - g_min))
+                c_new /= c_new.sum()
+                mix_new = basis.T @ c_new
+                value_new = 0.0
+                for j in range(support.size):
+                    value_new += target[j] * np.log(target[j] / max(mix_new[j], 1e-300))
+                if value_new <= value + 1e-4 * (g * (c_new - c)).sum():
+                    accepted = True
+                    break
+                eta *= 0.5
+            if not accepted:
+                break
+            c[:] = c_new
+            mix = mix_new
+            value = value_new
+            eta *= 2.0
+        coefficients[r] = c
+        iterations[r] = it
+    return coefficients, iterations
+
+
+def _starting_points(start, n_words, n_topics):
+    if start is None:
+        return np.full((n_words, n_topics), 1.0 / n_topics)
+    start = np.clip(np.asarray(start, dtype=np.float64), 0.0, None)
+    start = start / np.maximum(start.sum(axis=1, keepdims=True), 1e-300)
+    start = (1.0 - _FLOOR * n_topics) * start + _FLOOR
+    start[~np.isfinite(start).all(axis=1)] = 1.0 / n_topics
+    return np.ascontiguousarray(start / start.sum(axis=1, keepdims=True))
+
+
+def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, tol: float = 1e-6, max_iter: int = 500):
+    """Solve every word's simplex-constrained least squares.
+
+    Parameters
+    ----------
+    anchor_rows
+        Qbar_S (K x D), the anchors' row-normalised rows (or group-averaged rows).
+    gram_products
+        ``y`` (V x K): ``Qbar @ Qbar_S^T``.
+    start
+        Warm start (V x K, rows on the simplex) or None for uniform.
+
+    tol
+        Duality-gap stop on the problem scaled to unit mean anchor norm.
+
+    Returns ``(C, iterations)``: V x K rows on the simplex and the iterations each word took.
+    """
+    gram = anchor_rows @ anchor_rows.T
+    # Solve the problem scaled to unit mean anchor norm, so `tol` means the same whatever the
+    # vocabulary size (Qbar rows of a large vocabulary have tiny norms).
+    scale = max(float(np.trace(gram)) / gram.shape[0], 1e-300)
+    gram = np.ascontiguousarray(gram / scale)
+    y = np.ascontiguousarray(np.asarray(gram_products, dtype=np.float64) / scale)
+    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 5)
+
+
+def recover_kl(anchor_rows: np.ndarray, word_rows: np.ndarray, start=None, tol: float = 1e-9, max_iter: int = 1000):
+    """Solve every word's simplex-constrained KL projection; ``word_rows`` are row-normalised
+    (n x D). Costs O(n x D x K) per iteration: use it for moderate vocabularies."""
+    anchor_rows = np.ascontiguousarray(anchor_rows, dtype=np.float64)
+    word_rows = np.ascontiguousarray(word_rows, dtype=np.float64)
+    starts = _starting_points(start, word_rows.shape[0], anchor_rows.shape[0])
+    return _recover_kl(anchor_rows, word_rows, np.arange(word_rows.shape[0]), starts, float(tol), int(max_iter))
+
+
+@dataclass
+class Topics:
+    """The result of Bayes' rule on the recovered coefficients."""
+
+    topic_word: np.ndarray  # A, V x K, columns sum to 1
+    prevalence: np.ndarray  # p(z), K, sums to 1
+
+
+def topics_from_coefficients(coefficients: np.ndarray, word_probability: np.ndarray) -> Topics:
+    """``A'_ik = p(w=i) C_ik``; p(z) = column sums of A'; A = A' with columns normalised."""
+    joint = coefficients * word_probability[:, None]
+    prevalence = joint.sum(axis=0)
+    topic_word = joint / np.maximum(prevalence, 1e-300)
+    return Topics(topic_word, prevalence / max(prevalence.sum(), 1e-300))
+
+
+def topic_covariance(topic_word: np.ndarray, anchors: np.ndarray, anchor_block: np.ndarray) -> np.ndarray:
+    """R = E[W W^T] from the anchor block of Q: ``Q_SS = A_S R A_S^T`` (A_S = rows of A at the
+    anchors), the identity ``Q = A R A^T`` restricted to anchor rows and columns. It avoids a
+    second V x V x K pass, and is exact for the population Q of a separable model."""
+    inverse = np.linalg.pinv(topic_word[anchors])
+    covariance = inverse @ anchor_block @ inverse.T
+    covariance = 0.5 * (covariance + covariance.T)
+    return covariance / max(covariance.sum(), 1e-300)
+
+
+def dirichlet_alpha(prevalence: np.ndarray, covariance: np.ndarray, default_concentration: float = 1.0) -> np.ndarray:
+    """Dirichlet parameters whose moments match p(z) and R.
+
+    For W ~ Dir(alpha) with alpha0 = sum(alpha) and p = alpha / alpha0,
+    ``trace(R) = (alpha0 |p|^2 + 1) / (alpha0 + 1)``, so ``alpha0 = (1 - tr) / (tr - |p|^2)``.
+    When the estimate is not a valid concentration (noisy R), ``default_concentration`` is used.
+    The scale can be refined by held-out likelihood (see the refinement module).
+    """
+    trace = float(np.trace(covariance))
+    spread = float(prevalence @ prevalence)
+    denominator = trace - spread
+    alpha0 = (1.0 - trace) / denominator if denominator > 1e-12 else -1.0
+    if not np.isfinite(alpha0) or alpha0 <= 0:
+        alpha0 = default_concentration
+    return prevalence * alpha0

@@ -1,0 +1,126 @@
+"""Versioned, serialisable topic snapshots: what a refresh publishes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class TopicSnapshot:
+    """The topics at one point of the stream.
+
+    ``topic_word`` is V x K with columns summing to 1, column k being topic ``topic_ids[k]``;
+    ids are stable across refreshes (DESIGN 2.6). ``events`` lists what changed since the previous
+    snapshot: ``{"type": "birth" | "death" | "change", "topic": id, ...}``. ``position`` is the
+    stream position the snapshot reflects (Kafka offsets, archive line, ...), set by the caller.
+    The snapshot holds no wall-clock time, so replaying a stream reproduces it byte for byte.
+    """
+
+    version: int
+    documents_seen: int
+    vocabulary: list[str]
+    topic_word: np.ndarray
+    anchors: list[str]
+    topic_ids: list[int]
+    prevalence: np.ndarray
+    alpha: np.ndarray
+    events: list[dict] = field(default_factory=list)
+    position: dict | None = None
+    stream_time: float | None = None
+
+    @property
+    def n_topics(self) -> int:
+        return len(self.topic_ids)
+
+    def column(self, topic_id: int) -> int:
+        """The column of ``topic_word`` holding topic ``topic_id``."""
+        try:
+            return self.topic_ids.index(topic_id)
+        except ValueError:
+            raise KeyError(f"no topic with id {topic_id} in snapshot {self.version}") from None
+
+    def top_words(self, n: int = 10) -> dict[int, list[tuple[str, float]]]:
+        """The ``n`` most probable words of every topic, by topic id."""
+        order = np.argsort(-self.topic_word, axis=0, kind="stable")[:n]
+        return {
+            topic: [(self.vocabulary[i], float(self.topic_word[i, k])) for i in order[:, k]]
+            for k, topic in enumerate(self.topic_ids)
+        }
+
+    def to_dict(self, top_n: int | None = None) -> dict:
+        """A JSON-ready dict. With ``top_n`` only each topic's top words are kept (for APIs and
+        message buses); without it the full matrix is included and :meth:`from_dict` restores
+        the snapshot exactly."""
+        topics = []
+        top = self.top_words(top_n) if top_n else None
+        for k, topic in enumerate(self.topic_ids):
+            entry = {
+                "id": topic,
+                "anchor": self.anchors[k],
+                "prevalence": float(self.prevalence[k]),
+                "alpha": float(self.alpha[k]),
+            }
+            if top is not None:
+                entry["top_words"] = [[w, p] for w, p in top[topic]]
+            else:
+                entry["word_probabilities"] = self.topic_word[:, k].tolist()
+            topics.append(entry)
+        out = {
+            "version": self.version,
+            "documents_seen": self.documents_seen,
+            "position": self.position,
+            "stream_time": self.stream_time,
+            "n_topics": self.n_topics,
+            "events": self.events,
+            "topics": topics,
+        }
+        if top is None:
+            out["vocabulary"] = self.vocabulary
+        return out
+
+    def to_json(self, top_n: int | None = None) -> str:
+        return json.dumps(self.to_dict(top_n), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TopicSnapshot":
+        if "vocabulary" not in data:
+            raise ValueError("a snapshot serialised with top_n cannot be restored; save it in full")
+        topics = data["topics"]
+        topic_word = np.array([t["word_probabilities"] for t in topics], dtype=np.float64).T
+        return cls(
+            version=data["version"],
+            documents_seen=data["documents_seen"],
+            vocabulary=list(data["vocabulary"]),
+            topic_word=topic_word.reshape(len(data["vocabulary"]), len(topics)),
+            anchors=[t["anchor"] for t in topics],
+            topic_ids=[t["id"] for t in topics],
+            prevalence=np.array([t["prevalence"] for t in topics]),
+            alpha=np.array([t["alpha"] for t in topics]),
+            events=list(data["events"]),
+            position=data.get("position"),
+            stream_time=data.get("stream_time"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "TopicSnapshot":
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path) -> Path:
+        """Write the full snapshot as JSON (atomically: temporary file, then rename)."""
+        from .state import atomic_write_bytes
+
+        return atomic_write_bytes(Path(path), self.to_json().encode("utf-8"))
+
+    @classmethod
+    def load(cls, path) -> "TopicSnapshot":
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    def __repr__(self) -> str:
+        return (
+            f"TopicSnapshot(version={self.version}, documents_seen={self.documents_seen}, "
+            f"topics={self.n_topics}, words={len(self.vocabulary)}, events={len(self.events)})"
+        )

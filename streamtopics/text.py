@@ -1,0 +1,82 @@
+"""Text to tokens: lowercase, a word pattern, a stop-word list and a minimum length.
+
+The tokenizer is deliberately simple and deterministic so that the same text gives the same
+tokens on every machine, which replay and resume rely on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from importlib import resources
+
+DEFAULT_PATTERN = r"[^\W\d_]+"
+
+
+@lru_cache(maxsize=None)
+def english_stop_words() -> frozenset[str]:
+    """The English stop-word list shipped with the package (``streamtopics/data``)."""
+    text = resources.files("streamtopics").joinpath("data/stopwords_en.txt").read_text("utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+class Tokenizer:
+    """Split text into lowercase word tokens.
+
+    Parameters
+    ----------
+    pattern
+        Regular expression for one token, matched on the lowercased text. The default matches
+        runs of letters (any script), so digits and punctuation split words.
+    stop_words
+        Words to drop: ``"english"`` (the shipped list), an iterable of words, or ``None``.
+    min_length
+        Tokens shorter than this are dropped.
+
+    Examples
+    --------
+    >>> Tokenizer().tokenize("The Quick brown fox -- jumps over the lazy dog, 3 times!")
+    ['quick', 'brown', 'fox', 'jumps', 'lazy', 'dog', 'times']
+    >>> Tokenizer().count("spam spam eggs")
+    {'spam': 2, 'eggs': 1}
+    """
+
+    def __init__(self, pattern: str = DEFAULT_PATTERN, stop_words="english", min_length: int = 3):
+        self.pattern = pattern
+        self.min_length = int(min_length)
+        if stop_words == "english":
+            self.stop_words = english_stop_words()
+        else:
+            self.stop_words = frozenset(stop_words or ())
+        self._regex = re.compile(pattern)
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text`` in order."""
+        stop, min_length = self.stop_words, self.min_length
+        return [
+            token
+            for token in self._regex.findall(text.lower())
+            if len(token) >= min_length and token not in stop
+        ]
+
+    def count(self, text: str) -> dict[str, int]:
+        """Token counts of ``text`` (a bag of words)."""
+        return dict(Counter(self.tokenize(text)))
+
+    def get_config(self) -> dict:
+        """Settings that recreate this tokenizer (stop words listed explicitly)."""
+        return {
+            "pattern": self.pattern,
+            "stop_words": sorted(self.stop_words),
+            "min_length": self.min_length,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Tokenizer":
+        return cls(config["pattern"], config["stop_words"], config["min_length"])
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(pattern={self.pattern!r}, stop_words={len(self.stop_words)}, min_length={self.min_length})"
