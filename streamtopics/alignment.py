@@ -1,9 +1,11 @@
 """Topic identity across refreshes (DESIGN 2.6).
 
 Recovered topics come back in arbitrary order. A new snapshot's topics are matched to the previous
-snapshot's by the Hungarian algorithm on the L1 distance between topic-word columns; a matched
-pair closer than ``match_threshold`` keeps its id, any other new topic gets a fresh id (a birth)
-and an unmatched previous topic is a death.
+snapshot's by the Hungarian algorithm on the L1 distance between topic-word columns. A matched
+pair keeps its id when its distance is below ``match_threshold`` times the median distance between
+two different previous topics: "much closer than two distinct topics are", a scale that holds for
+sparse real topics (distinct ones ~1.8 apart) and dense synthetic ones (~1 apart) alike. Any other
+new topic gets a fresh id (a birth) and an unmatched previous topic is a death.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class Alignment:
     next_id: int = 0
 
 
-def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray, next_id: int, match_threshold: float = 1.0) -> Alignment:
+def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray, next_id: int, match_threshold: float = 0.5) -> Alignment:
     """Match the columns of ``current`` to those of ``previous`` (same vocabulary).
 
     Examples
@@ -51,11 +53,13 @@ def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray,
         ids = list(range(next_id, next_id + k))
         return Alignment(ids, births=list(ids), next_id=next_id + k)
     distances = l1_distances(previous, current)
+    separation = l1_distances(previous, previous)[np.triu_indices(previous.shape[1], 1)]
+    limit = match_threshold * (np.median(separation) if separation.size else 2.0)
     rows, cols = linear_sum_assignment(distances)
     ids: list[int | None] = [None] * k
     moved: dict[int, float] = {}
     for r, c in zip(rows, cols):
-        if distances[r, c] < match_threshold:
+        if distances[r, c] < limit:
             ids[c] = int(previous_ids[r])
             moved[int(previous_ids[r])] = float(distances[r, c])
     births = []

@@ -53,6 +53,11 @@ class StreamingTopicModel:
         ``"l2"`` (default) or ``"kl"``.
     warm_start
         Start every word's solve from the previous refresh's solution.
+    match_threshold
+        A new topic keeps an old topic's id when their L1 distance is below this fraction of the
+        median distance between distinct old topics (:mod:`~streamtopics.alignment`).
+    change_threshold
+        A kept topic whose L1 distance moved by at least this much is reported as a change.
     refresh_every
         Refresh automatically after every this many absorbed documents (None: only on demand).
     batch_size
@@ -84,7 +89,7 @@ class StreamingTopicModel:
                  anchor_min_df: int | str = "auto", max_anchor_candidates: int | None = 3000,
                  projection_dim: int | None = 1000, anchor_cleanup: bool = True, recovery: str = "l2",
                  recovery_tol: float = 1e-6, recovery_max_iter: int = 500, warm_start: bool = True,
-                 match_threshold: float = 1.0, change_threshold: float = 0.5,
+                 match_threshold: float = 0.5, change_threshold: float = 0.5,
                  refresh_every: int | None = None, batch_size: int = 2048,
                  max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None):
         if n_topics < 1:

@@ -84,7 +84,7 @@ def _polish(gram, y, c, out, gc, support_floor):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _recover_l2(gram, y, start, tol, max_iter, polish_every):
+def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
     n_words, k = y.shape
     coefficients = np.empty((n_words, k))
     iterations = np.zeros(n_words, np.int64)
@@ -109,9 +109,10 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every):
             gap -= g_min
             if gap <= tol:
                 break
-            if it % polish_every == polish_every - 1:
+            if it % polish_every == polish_every - 1 or (it == 0 and warm):
                 # EG's tail is slow for small non-zero coefficients; once it has found the
-                # support, the exact minimiser on that support usually passes the KKT test.
+                # support, the exact minimiser on that support usually passes the KKT test. A warm
+                # start carries the previous support, so it is tried at once.
                 if _polish(gram, y[i], c, c_new, gc_new, 1e-4) <= tol:
                     c, c_new = c_new, c
                     it += 1
@@ -232,7 +233,7 @@ def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, t
     scale = max(float(np.trace(gram)) / gram.shape[0], 1e-300)
     gram = np.ascontiguousarray(gram / scale)
     y = np.ascontiguousarray(np.asarray(gram_products, dtype=np.float64) / scale)
-    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 5)
+    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 5, start is not None)
 
 
 def recover_kl(anchor_rows: np.ndarray, word_rows: np.ndarray, start=None, tol: float = 1e-9, max_iter: int = 1000):

@@ -1,0 +1,103 @@
+"""Co-occurrence sums against a plain numpy reference: exactness, order and batch independence,
+merge, and bit-exact save/load."""
+
+import numpy as np
+import pytest
+
+from streamtopics.cooccurrence import CooccurrenceStats
+from streamtopics.documents import DocumentBatch, EncodedDocument
+
+
+def random_documents(n_docs, n_words, seed):
+    rng = np.random.default_rng(seed)
+    documents = []
+    for _ in range(n_docs):
+        ids = np.unique(rng.integers(0, n_words, rng.integers(2, 30))).astype(np.int32)
+        counts = rng.integers(1, 5, ids.size).astype(np.float64)
+        if counts.sum() < 2:
+            counts[0] = 2.0
+        documents.append(EncodedDocument(ids, counts))
+    return documents
+
+
+def reference_sums(documents, n_words):
+    """Q_sum = sum_d (H H^T - diag(H)) / (n (n - 1)), written the obvious way."""
+    q = np.zeros((n_words, n_words))
+    for doc in documents:
+        h = np.zeros(n_words)
+        h[doc.ids] = doc.counts
+        n = h.sum()
+        q += (np.outer(h, h) - np.diag(h)) / (n * (n - 1))
+    return q
+
+
+def absorb(documents, n_words, batch_size):
+    stats = CooccurrenceStats(n_words)
+    for start in range(0, len(documents), batch_size):
+        chunk = documents[start : start + batch_size]
+        stats.update(DocumentBatch.from_documents(chunk, list(range(len(chunk)))))
+    return stats
+
+
+def test_sums_equal_reference():
+    docs = random_documents(300, 80, seed=1)
+    stats = absorb(docs, 80, batch_size=64)
+    q = reference_sums(docs, 80)
+    np.testing.assert_allclose(stats.to_dense(), q, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(stats.word_mass, q.sum(axis=1), rtol=1e-12)
+    assert stats.n_docs == 300
+    assert stats.to_dense().sum() == pytest.approx(300.0, rel=1e-12)  # each Q_d sums to 1
+    h = np.zeros((300, 80))
+    for d, doc in enumerate(docs):
+        h[d, doc.ids] = doc.counts
+    np.testing.assert_array_equal(stats.word_counts, h.sum(axis=0))
+    np.testing.assert_array_equal(stats.document_frequency, (h > 0).sum(axis=0))
+
+
+def test_batch_size_does_not_change_a_bit():
+    docs = random_documents(200, 60, seed=2)
+    one_by_one = absorb(docs, 60, batch_size=1)
+    for batch_size in (7, 50, 200):
+        np.testing.assert_array_equal(absorb(docs, 60, batch_size).packed, one_by_one.packed)
+
+
+def test_order_independent_to_rounding():
+    docs = random_documents(200, 60, seed=3)
+    shuffled = [docs[i] for i in np.random.default_rng(0).permutation(len(docs))]
+    a, b = absorb(docs, 60, 32), absorb(shuffled, 60, 17)
+    np.testing.assert_allclose(a.packed, b.packed, rtol=1e-12, atol=1e-16)
+    np.testing.assert_array_equal(a.document_frequency, b.document_frequency)
+
+
+def test_merge_of_disjoint_streams_equals_union():
+    docs = random_documents(150, 50, seed=4)
+    whole = absorb(docs, 50, 40)
+    merged = absorb(docs[:70], 50, 40).merge(absorb(docs[70:], 50, 40))
+    np.testing.assert_allclose(merged.packed, whole.packed, rtol=1e-12, atol=1e-16)
+    assert merged.n_docs == whole.n_docs
+    with pytest.raises(ValueError):
+        merged.merge(CooccurrenceStats(51))
+
+
+def test_state_round_trip_is_bit_exact():
+    docs = random_documents(100, 40, seed=5)
+    stats = absorb(docs, 40, 30)
+    restored = CooccurrenceStats.from_state_dict({k: np.copy(v) for k, v in stats.state_dict().items()})
+    for key, value in stats.state_dict().items():
+        np.testing.assert_array_equal(restored.state_dict()[key], value)
+
+
+def test_readers_see_the_full_symmetric_matrix():
+    docs = random_documents(120, 700, seed=6)  # > one 256-row block in matmul
+    stats = absorb(docs, 700, 64)
+    q = reference_sums(docs, 700)
+    right = np.random.default_rng(1).random((700, 5))
+    np.testing.assert_allclose(stats.matmul(right), q @ right, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(stats.rows([0, 699, 350]), q[[0, 699, 350]], atol=1e-15)
+
+
+def test_short_documents_carry_no_pairs():
+    stats = CooccurrenceStats(5)
+    one_token = EncodedDocument(np.array([2], np.int32), np.array([1.0]))
+    stats.update(DocumentBatch.from_documents([one_token], [0]))
+    assert stats.n_docs == 0 and not stats.packed.any()
