@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv in the checkout and install streamtopics with its test extras and the Kafka jars.
+# Safe to re-run: it only adds what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"
+# Kafka's jars from Maven Central (cached in kafka/libs and ~/.m2) for the real-broker tests.
+.venv/bin/python -m consumers.broker fetch
