@@ -88,7 +88,7 @@ class StreamingTopicModel:
                  warmup_documents: int = 1000, tokenizer: Tokenizer | None = None,
                  anchor_min_df: int | str = "auto", max_anchor_candidates: int | None = 3000,
                  projection_dim: int | None = 1000, anchor_cleanup: bool = True, recovery: str = "l2",
-                 recovery_tol: float = 1e-6, recovery_max_iter: int = 500, warm_start: bool = True,
+                 recovery_tol: float = 1e-5, recovery_max_iter: int = 500, warm_start: bool = True,
                  match_threshold: float = 0.5, change_threshold: float = 0.5,
                  refresh_every: int | None = None, batch_size: int = 2048,
                  max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None):

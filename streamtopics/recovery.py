@@ -210,7 +210,7 @@ def _starting_points(start, n_words, n_topics):
     return np.ascontiguousarray(start / start.sum(axis=1, keepdims=True))
 
 
-def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, tol: float = 1e-6, max_iter: int = 500):
+def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, tol: float = 1e-5, max_iter: int = 500):
     """Solve every word's simplex-constrained least squares.
 
     Parameters

@@ -67,7 +67,7 @@ class Recovery:
 
 
 def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, method: str = "l2",
-                   tol: float = 1e-6, max_iter: int = 500, block_rows: int = 1024) -> Recovery:
+                   tol: float = 1e-5, max_iter: int = 500, block_rows: int = 1024) -> Recovery:
     """RecoverL2 or RecoverKL from the given anchors, warm-started from ``start`` if given."""
     timings = {}
     t0 = time.perf_counter()

@@ -1,0 +1,1 @@
+"""Benchmark scripts: each prints its figures; BENCHMARKS.md records them with the command."""
