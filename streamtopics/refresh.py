@@ -24,7 +24,19 @@ class NotEnoughCandidatesError(ValueError):
 
 def _normalised_rows(view, ids: np.ndarray) -> np.ndarray:
     mass = view.word_mass[ids]
-    return view.rows(ids) / np.where(mass > 0, mass, 1.0)[:, None]
+    rows = np.array(view.rows(ids), dtype=np.float64)  # a copy: dense views return their own rows
+    rows /= np.where(mass > 0, mass, 1.0)[:, None]
+    return rows
+
+
+def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, seed: int, chunk: int = 512) -> np.ndarray:
+    """Qbar rows of the candidates, randomly projected a chunk at a time when asked, so that at
+    most ``chunk`` full rows exist at once (3,000 full rows at V = 15,000 would take 360 MB)."""
+    if not projection_dim or projection_dim >= view.n_words:
+        return _normalised_rows(view, candidates)
+    projection = random_projection(view.n_words, projection_dim, seed)
+    return np.vstack([_normalised_rows(view, candidates[s : s + chunk]) @ projection
+                      for s in range(0, candidates.size, chunk)])
 
 
 def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
@@ -37,9 +49,7 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
             f"{candidates.size} words occur in at least {min_df} documents; {n_topics} topics need "
             f"at least {n_topics} candidate anchors (absorb more documents or lower anchor_min_df)"
         )
-    rows = _normalised_rows(view, candidates)
-    if projection_dim and projection_dim < view.n_words:
-        rows = rows @ random_projection(view.n_words, projection_dim, seed)
+    rows = _candidate_rows(view, candidates, projection_dim, seed)
     return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
 
 
