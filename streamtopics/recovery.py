@@ -6,8 +6,9 @@ anchor rows. RecoverL2 is kernelised: with ``G = Qbar_S Qbar_S^T`` (K x K) and
 exponentiated gradient with a backtracking (Armijo) line search, stopping when the duality gap
 ``c'g - min(g)`` (an upper bound on the objective's distance to optimal, the KKT test) falls below
 the tolerance. EG identifies the support of the solution quickly but converges slowly on small
-non-zero coefficients, so every few iterations the exact minimiser on the current support is
-tried (one small linear solve) and kept when it passes the same KKT test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
+non-zero coefficients, so every few iterations a primal active-set method started from EG's
+support tries to finish the solve exactly (a few small linear solves); its result is kept when
+it passes the same KKT test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
 Words are independent and solved in parallel (numba prange), each from a starting point: uniform
 (cold) or the previous refresh's solution (warm).
 
@@ -40,47 +41,91 @@ def _quadratic(gram, y, c, gc):
 
 
 @njit(cache=True, nogil=True)
-def _polish(gram, y, c, out, gc, support_floor):
-    """Solve the equality-constrained problem on the support EG has found: for S = {c_a large},
-    ``G_SS c_S + mu 1 = y_S, sum(c_S) = 1`` (a (|S|+1)-square linear system). Writes the exact
-    minimiser into ``out`` and returns its duality gap, or inf when it leaves the simplex."""
+def _active_set(gram, y, c, out, gc, support_floor, max_steps):
+    """Finish a solve exactly by a primal active-set method started from EG's support.
+
+    On the working set S the equality-constrained minimiser solves
+    ``G_SS z + mu/2 1 = y_S, sum(z) = 1``. If z stays positive it is taken, and the word outside
+    S with the most negative gradient joins S while the KKT test fails; otherwise the step
+    towards z stops where the first coordinate reaches zero and that word leaves S. Writes the
+    solution into ``out`` (and G out into ``gc``) and returns its duality gap, or inf when the
+    method cannot proceed (singular system, cycling), in which case EG simply goes on."""
     k = c.size
     top = c.max()
-    support = np.empty(k, np.int64)
-    m = 0
+    in_set = np.zeros(k, np.bool_)
+    x = np.zeros(k)
+    total = 0.0
     for a in range(k):
         if c[a] > support_floor * top:
-            support[m] = a
-            m += 1
-    system = np.zeros((m + 1, m + 1))
-    rhs = np.zeros(m + 1)
-    for r in range(m):
-        for s in range(m):
-            system[r, s] = gram[support[r], support[s]]
-        system[r, m] = 0.5
-        system[m, r] = 1.0
-        rhs[r] = y[support[r]]
-    rhs[m] = 1.0
-    try:
-        solution = np.linalg.solve(system, rhs)
-    except Exception:  # singular system: give up polishing, EG goes on
-        return np.inf
-    out[:] = 0.0
-    for r in range(m):
-        if solution[r] <= 0.0:
+            in_set[a] = True
+            x[a] = c[a]
+            total += c[a]
+    x /= total
+    added = -1
+    for _ in range(max_steps):
+        members = np.flatnonzero(in_set)
+        m = members.size
+        system = np.zeros((m + 1, m + 1))
+        rhs = np.zeros(m + 1)
+        for r in range(m):
+            for q in range(m):
+                system[r, q] = gram[members[r], members[q]]
+            system[r, m] = 0.5
+            system[m, r] = 1.0
+            rhs[r] = y[members[r]]
+        rhs[m] = 1.0
+        try:
+            z = np.linalg.solve(system, rhs)
+        except Exception:
             return np.inf
-        out[support[r]] = solution[r]
-    g_min = np.inf
-    gap = 0.0
-    for a in range(k):
-        s = 0.0
-        for b in range(k):
-            s += gram[a, b] * out[b]
-        gc[a] = s
-        g = 2.0 * (s - y[a])
-        gap += out[a] * g
-        g_min = min(g_min, g)
-    return gap - g_min
+        if z[:m].min() > 0.0:
+            x[:] = 0.0
+            for r in range(m):
+                x[members[r]] = z[r]
+            g_min = np.inf
+            j = -1
+            gap = 0.0
+            for a in range(k):
+                s = 0.0
+                for b in range(k):
+                    s += gram[a, b] * x[b]
+                gc[a] = s
+                g = 2.0 * (s - y[a])
+                gap += x[a] * g
+                if g < g_min:
+                    g_min = g
+                    j = a
+            gap -= g_min
+            if in_set[j] or gap <= 0.0:
+                out[:] = x
+                return max(gap, 0.0)
+            in_set[j] = True  # the most violated KKT condition enters the working set
+            added = j
+            continue
+        step = 1.0
+        leaving = -1
+        for r in range(m):
+            a = members[r]
+            if z[r] <= 0.0:
+                t = x[a] / (x[a] - z[r]) if x[a] > 0.0 else 0.0
+                if t < step:
+                    step, leaving = t, a
+        if leaving == added and step <= 0.0:
+            return np.inf  # would drop the word just added: rounding-level cycling
+        for r in range(m):
+            a = members[r]
+            x[a] += step * (z[r] - x[a])
+        x[leaving] = 0.0
+        in_set[leaving] = False
+        for a in range(k):
+            if in_set[a] and x[a] <= 0.0:
+                in_set[a] = False
+                x[a] = 0.0
+        total = x.sum()
+        if total <= 0.0:
+            return np.inf
+        x /= total
+    return np.inf
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -110,10 +155,10 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
             if gap <= tol:
                 break
             if it % polish_every == polish_every - 1 or (it == 0 and warm):
-                # EG's tail is slow for small non-zero coefficients; once it has found the
-                # support, the exact minimiser on that support usually passes the KKT test. A warm
-                # start carries the previous support, so it is tried at once.
-                if _polish(gram, y[i], c, c_new, gc_new, 1e-4) <= tol:
+                # EG's tail is slow for small non-zero coefficients; once it has roughly found the
+                # support, an active-set finish gets the exact minimiser in a few linear solves.
+                # A warm start carries the previous support, so it is tried at once.
+                if _active_set(gram, y[i], c, c_new, gc_new, 1e-4, 2 * k + 10) <= tol:
                     c, c_new = c_new, c
                     it += 1
                     break
