@@ -18,6 +18,7 @@ stream.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 
 def default_min_document_frequency(n_docs: int) -> int:
@@ -39,11 +40,22 @@ def candidate_words(document_frequency: np.ndarray, min_df: int, max_candidates:
     return eligible
 
 
-def random_projection(n_features: int, dimension: int, seed: int) -> np.ndarray:
-    """A Gaussian projection matrix (n_features x dimension), scaled to keep norms in
-    expectation. Deterministic in (n_features, dimension, seed)."""
+def random_projection(n_features: int, dimension: int, seed: int) -> sparse.csr_array:
+    """A very sparse random projection (Li, Hastie & Church 2006), n_features x dimension.
+
+    Entries are ``+-sqrt(s / dimension)`` with probability ``1 / (2 s)`` each and 0 otherwise,
+    ``s = sqrt(n_features)``: norms and inner products are kept in expectation as with a
+    Gaussian matrix, at about ``1/s`` of the multiplications (projecting 3,000 candidate rows of
+    15,000 words to 1,000 dimensions costs ~0.4 GFLOP instead of 90). Deterministic in
+    (n_features, dimension, seed).
+    """
     rng = np.random.default_rng([seed, n_features, dimension])
-    return rng.standard_normal((n_features, dimension)) / np.sqrt(dimension)
+    s = np.sqrt(n_features)
+    nnz = rng.binomial(n_features * dimension, 1.0 / s)
+    cells = rng.choice(n_features * dimension, size=nnz, replace=False)
+    values = np.where(rng.random(nnz) < 0.5, -1.0, 1.0) * np.sqrt(s / dimension)
+    matrix = sparse.coo_array((values, (cells // dimension, cells % dimension)), shape=(n_features, dimension))
+    return matrix.tocsr()
 
 
 def _orthonormal_complement(vectors: np.ndarray) -> np.ndarray:
