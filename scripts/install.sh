@@ -8,6 +8,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -e ".[test,bench]"
+# Debian's Chromium for the dashboard's browser test (Playwright drives the system binary; no
+# browser download).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 # Kafka's jars from Maven Central (cached in kafka/libs and ~/.m2) for the real-broker tests.
 .venv/bin/python -m consumers.broker fetch
