@@ -1,0 +1,209 @@
+"""The `streamtopics` command line through its real entry point: output and exit codes."""
+
+import gzip
+import json
+import random
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consumers.sources import open_source, parse_time
+from streamtopics import StreamingTopicModel
+
+THEMES = [
+    "apple pear plum cherry orchard harvest fruit juice".split(),
+    "goal match striker keeper league referee stadium penalty".split(),
+    "planet orbit rocket comet galaxy telescope asteroid launch".split(),
+]
+SMALL = ["--topics", "3", "--vocabulary-size", "100", "--warmup", "40"]
+
+
+def cli(*args, stdin=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "consumers.cli", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def write_archive(path: Path, n=200, seed=3) -> Path:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        theme = rng.choice(THEMES)
+        text = " ".join(rng.choice(theme) for _ in range(rng.randint(6, 14)))
+        rows.append(json.dumps({"id": i, "text": text, "time": f"2024-03-01T00:{i // 60:02d}:{i % 60:02d}Z"}))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """One replay shared by the read-only commands."""
+    tmp = tmp_path_factory.mktemp("cli")
+    archive = write_archive(tmp / "news.jsonl")
+    result = cli("replay", archive, "--out", tmp / "run", "--snapshot-every", "80", *SMALL)
+    assert result.returncode == 0, result.stderr
+    return tmp / "run", result
+
+
+def test_replay_prints_snapshots_events_and_summary(run_dir):
+    out, result = run_dir
+    assert "snapshot 1 | 80 documents | 3 births, 0 deaths, 0 changes" in result.stdout
+    assert "snapshot 3 | 200 documents" in result.stdout
+    assert "replayed 200 documents from news.jsonl: 200 absorbed, 0 rejected, 0 malformed" in result.stdout
+    assert sorted(p.name for p in out.glob("snapshot-*.json")) == [f"snapshot-00000{i}.json" for i in (1, 2, 3)]
+    assert (out / "checkpoint.json").exists()
+    assert "\r" not in result.stdout + result.stderr  # no progress bar when stdout is not a terminal
+
+
+def test_replay_stop_resume_and_force(tmp_path):
+    archive = write_archive(tmp_path / "news.jsonl")
+    straight = cli("replay", archive, "--out", tmp_path / "a", "--snapshot-every", "50", *SMALL)
+    assert straight.returncode == 0, straight.stderr
+    stopped = cli("replay", archive, "--out", tmp_path / "b", "--snapshot-every", "50", "--stop-after", "70", *SMALL)
+    assert stopped.returncode == 0 and "continue with: streamtopics replay --resume" in stopped.stdout
+    resumed = cli("replay", "--resume", "--out", tmp_path / "b")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "replayed 200 documents" in resumed.stdout
+    files = sorted(p.name for p in (tmp_path / "a").glob("snapshot-*.json"))
+    assert files == sorted(p.name for p in (tmp_path / "b").glob("snapshot-*.json")) and len(files) == 4
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    forced = cli("replay", archive, "--out", tmp_path / "a", "--force", "--snapshot-every", "1000", *SMALL)
+    assert forced.returncode == 0 and len(list((tmp_path / "a").glob("snapshot-*.json"))) == 1
+
+
+def test_replay_reports_malformed_records_and_finishes(tmp_path):
+    lines = write_archive(tmp_path / "ok.jsonl", n=100).read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad.jsonl.gz"
+    packed = gzip.compress(b"".join(lines[:60] + [b"{not json\n", b'{"title": "x"}\n', b'{"text": "\xff"}\n']
+                                    + lines[60:]))
+    bad.write_bytes(packed[: len(packed) * 3 // 4])
+    result = cli("replay", bad, "--out", tmp_path / "run", *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert f"{bad}:61: bad JSON" in result.stderr
+    assert f"{bad}:62: missing text field ('text')" in result.stderr
+    assert f"{bad}:63: not UTF-8" in result.stderr
+    assert "truncated or corrupt archive" in result.stderr
+    assert "4 malformed records skipped" in result.stdout
+    for reason in ("bad JSON", "missing text field", "not UTF-8", "truncated or corrupt archive"):
+        assert re.search(rf"^  malformed +1  {reason}$", result.stdout, re.M)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["replay", "missing.jsonl"], "no such file or directory: missing.jsonl"),
+    (["replay", "news.jsonl", "--format", "xml"], "Invalid value for '--format'"),
+    (["replay", "news.csv", "--text-field", "body"], "news.csv: no column 'body' (columns: id, text)"),
+    (["replay", "news.jsonl", "--speed", "60"], "--speed paces by timestamps: give --time-field"),
+    (["replay", "news.jsonl", "--text-field", "body"], "no readable record (200 malformed"),
+    (["replay", "--resume", "--out", "nowhere"], "no checkpoint in nowhere"),
+    (["replay", "news.jsonl", "--out", "busy"], "busy already holds a replay: add --resume to continue it or --force"),
+    (["topics", "news.jsonl"], "news.jsonl: not a snapshot file"),
+    (["infer", "--model", "news.jsonl"], "unreadable state file"),
+    (["produce", "news.jsonl", "http://localhost/topic"], "a Kafka source is kafka://HOST:PORT/TOPIC"),
+])
+def test_bad_input_exits_2_with_one_clear_line(tmp_path, args, message):
+    write_archive(tmp_path / "news.jsonl")
+    (tmp_path / "news.csv").write_text("id,text\n1,hello world\n")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "snapshot-000001.json").write_text("{}")
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert any(message in line for line in result.stderr.splitlines())  # on one line
+    assert "Traceback" not in result.stderr
+
+
+def test_help_documents_exit_codes():
+    result = cli("--help")
+    assert result.returncode == 0
+    for line in ("0    success", "1    runtime failure", "2    usage error or bad input", "130  interrupted"):
+        assert line in result.stdout
+    for command in ("replay", "demo", "topics", "events", "infer", "produce", "bench"):
+        assert command in result.stdout
+
+
+def test_topics_table(run_dir):
+    out, _ = run_dir
+    result = cli("topics", out, "--words", "8")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("snapshot 3 | 200 documents") and lines[1].split() == ["id", "prev", "anchor", "top", "words"]
+    rows = [line.split() for line in lines[2:]]
+    assert len(rows) == 3
+    assert sorted(sorted(row[3:]) for row in rows) == sorted(sorted(t) for t in THEMES)
+    assert sum(float(row[1].rstrip("%")) for row in rows) == pytest.approx(100, abs=0.2)
+    as_json = json.loads(cli("topics", out / "snapshot-000001.json", "--json", "--words", "2").stdout)
+    assert as_json["version"] == 1 and all(len(t["top_words"]) == 2 for t in as_json["topics"])
+
+
+def test_events_across_snapshots(run_dir):
+    out, _ = run_dir
+    result = cli("events", out)
+    assert result.returncode == 0
+    headings = [line for line in result.stdout.splitlines() if line.startswith("snapshot")]
+    assert len(headings) == 3 and headings[0].startswith("snapshot 1 | 80 documents | 3 births")
+    assert result.stdout.count("+ birth") >= 3
+    events = [json.loads(line) for line in cli("events", out, "--json", "--type", "birth").stdout.splitlines()]
+    assert events[:3] == [{"snapshot": 1, "documents": 80, "stream_time": None, "type": "birth", "topic": t,
+                           "anchor": events[t]["anchor"]} for t in range(3)]
+
+
+def test_infer_from_stdin_and_from_an_archive(run_dir, tmp_path):
+    out, _ = run_dir
+    result = cli("infer", "--model", out, "--top", "1",
+                 stdin="apple pear plum cherry\n\nrocket comet orbit\nunknown words only\n")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["key"] for r in rows] == [1, 3, 4]
+    assert rows[0]["topics"][0][1] > 0.9 and rows[1]["topics"][0][1] > 0.9
+    assert rows[0]["topics"][0][0] != rows[1]["topics"][0][0]
+    archive = write_archive(tmp_path / "more.jsonl", n=5, seed=9)
+    result = cli("infer", archive, "--model", out, "--top", "0")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["key"] for r in rows] == [0, 1, 2, 3, 4]
+    assert all(len(r["topics"]) == 3 and sum(w for _, w in r["topics"]) == pytest.approx(1, abs=1e-3) for r in rows)
+
+
+def test_bench(tmp_path):
+    archive = write_archive(tmp_path / "news.jsonl", n=300)
+    result = cli("bench", archive, "--documents", "300", *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert "300 documents from news.jsonl" in result.stdout
+    for stage in ("tokenize", "learn from raw documents", "learn from pre-indexed counts", "refresh"):
+        assert stage in result.stdout
+
+
+def test_demo_is_the_main_job(tmp_path):
+    result = cli("demo", "--out", tmp_path / "demo", "--snapshot-every", "2000")
+    assert result.returncode == 0, result.stderr
+    assert "replaying the docstrings of the Python" in result.stdout
+    assert re.search(r"^snapshot 1 \| 1,9\d\d documents \| 20 births", result.stdout, re.M)  # some are rejected
+    assert "final topics:" in result.stdout
+    assert f"snapshots, checkpoint and model are in {tmp_path / 'demo'}" in result.stdout
+    snapshots = sorted((tmp_path / "demo").glob("snapshot-*.json"))
+    assert len(snapshots) == 3
+    final = result.stdout.split("final topics:")[1].splitlines()[2:22]
+    assert len({row.split()[2] for row in final}) == 20  # 20 distinct anchors
+
+
+def test_produce_then_replay_from_kafka(kafka_broker, tmp_path):
+    archive = write_archive(tmp_path / "news.jsonl", n=120)
+    url = f"kafka://{kafka_broker.bootstrap_servers}/replay-{uuid.uuid4().hex[:8]}"
+    produced = cli("produce", archive, url, "--time-field", "time")
+    assert produced.returncode == 0, produced.stderr
+    assert "produced 120 messages" in produced.stdout
+    from_kafka = cli("replay", url, "--out", tmp_path / "kafka", "--snapshot-every", "1000", *SMALL)
+    assert from_kafka.returncode == 0, from_kafka.stderr
+    assert "replayed 120 documents" in from_kafka.stdout
+    kafka_model = StreamingTopicModel.load(next((tmp_path / "kafka").glob("checkpoint-*.npz")))
+    file_model = StreamingTopicModel(n_topics=3, vocabulary_size=100, warmup_documents=40)
+    for record in open_source(archive):
+        file_model.learn_one(record.document, record.key)
+    assert np.array_equal(kafka_model.statistics().packed, file_model.statistics().packed)
+    tail = [r.key for r in open_source(url, kafka_start=100)]
+    assert tail == [str(i) for i in range(100, 120)]
+    later = [r.timestamp for r in open_source(url, kafka_start=parse_time("2024-03-01T00:01:50Z"))]
+    assert later == [parse_time("2024-03-01T00:01:50Z") + i for i in range(10)]

@@ -1,0 +1,269 @@
+"""Archive sources: every format gives the same documents, positions resume exactly, and
+malformed records are reported with file and line without stopping the stream."""
+
+import csv
+import gzip
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from consumers.builtin_corpus import BuiltinCorpus, docstrings
+from consumers.sources import (
+    Malformed, Record, SourceError, UciSource, detect_format, open_source, parse_time,
+)
+from streamtopics import StreamingTopicModel, Tokenizer
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+THEMES = [
+    "apple pear plum cherry orchard harvest fruit juice".split(),
+    "goal match striker keeper league referee stadium penalty".split(),
+    "planet orbit rocket comet galaxy telescope asteroid launch".split(),
+]
+
+
+def make_docs(n=60, seed=0):
+    """Single-line documents with commas and quotes (so CSV must quote them)."""
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n):
+        theme = rng.choice(THEMES)
+        words = [rng.choice(theme) for _ in range(rng.randint(6, 12))]
+        words[1] = f'"{words[1]}",'
+        docs.append(" ".join(words) + ", 3 times!")
+    return docs
+
+
+def write_all_formats(tmp_path: Path, docs: list[str]) -> dict[str, Path]:
+    rows = [{"id": i, "text": t, "time": 1_000_000 + 60 * i} for i, t in enumerate(docs)]
+    jsonl = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    paths = {
+        "jsonl": tmp_path / "docs.jsonl", "gz": tmp_path / "docs.jsonl.gz", "zst": tmp_path / "docs.jsonl.zst",
+        "csv": tmp_path / "docs.csv", "tsv": tmp_path / "docs.tsv", "lines": tmp_path / "docs.txt",
+        "lines_gz": tmp_path / "docs.txt.gz", "dir": tmp_path / "docs",
+    }
+    paths["jsonl"].write_bytes(jsonl)
+    paths["gz"].write_bytes(gzip.compress(jsonl))
+    paths["zst"].write_bytes(zstandard.ZstdCompressor().compress(jsonl))
+    for key, delimiter in (("csv", ","), ("tsv", "\t")):
+        with open(paths[key], "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, ["id", "text", "time"], delimiter=delimiter)
+            writer.writeheader()
+            writer.writerows(rows)
+    lines = "".join(t + "\n" for t in docs).encode()
+    paths["lines"].write_bytes(lines)
+    paths["lines_gz"].write_bytes(gzip.compress(lines))
+    paths["dir"].mkdir()
+    for i, text in enumerate(docs):
+        (paths["dir"] / f"{i:04d}.txt").write_text(text, encoding="utf-8")
+    (paths["dir"] / ".hidden").write_text("never read")
+    return paths
+
+
+def write_uci(tmp_path: Path, docs: list[str], name="toy") -> Path:
+    """The same documents, tokenized, in UCI docword + vocab form (gzip)."""
+    counts = [Tokenizer().count(t) for t in docs]
+    words = sorted({w for c in counts for w in c})
+    ids = {w: i + 1 for i, w in enumerate(words)}
+    body = [f"{d + 1} {ids[w]} {c[w]}" for d, c in enumerate(counts) for w in sorted(c, key=ids.get)]
+    text = f"{len(docs)}\n{len(words)}\n{len(body)}\n" + "\n".join(body) + "\n"
+    docword = tmp_path / f"docword.{name}.txt.gz"
+    docword.write_bytes(gzip.compress(text.encode()))
+    (tmp_path / f"vocab.{name}.txt.gz").write_bytes(gzip.compress(("\n".join(words) + "\n").encode()))
+    return docword
+
+
+def records(source):
+    return [item for item in source if isinstance(item, Record)]
+
+
+def statistics_of(source, vocabulary):
+    model = StreamingTopicModel(n_topics=3, vocabulary=vocabulary, batch_size=7)
+    for record in records(source):
+        model.learn_one(record.document, record.key)
+    return model.statistics()
+
+
+def test_every_format_gives_identical_statistics(tmp_path):
+    docs = make_docs()
+    paths = write_all_formats(tmp_path, docs)
+    vocabulary = sorted({w for t in docs for w in Tokenizer().tokenize(t)})
+    reference = StreamingTopicModel(n_topics=3, vocabulary=vocabulary)
+    reference.learn_many(docs)
+    expected = reference.statistics()
+    sources = {name: open_source(path) for name, path in paths.items()}
+    sources["uci"] = open_source(write_uci(tmp_path, docs))
+    assert {name: s.spec["format"] for name, s in sources.items()} == {
+        "jsonl": "jsonl", "gz": "jsonl", "zst": "jsonl", "csv": "csv", "tsv": "tsv",
+        "lines": "lines", "lines_gz": "lines", "dir": "dir", "uci": "uci"}
+    for name, source in sources.items():
+        got = statistics_of(source, vocabulary)
+        assert got.n_docs == len(docs), name
+        assert np.array_equal(got.packed, expected.packed), name
+        assert np.array_equal(got.word_mass, expected.word_mass), name
+        assert np.array_equal(got.document_frequency, expected.document_frequency), name
+
+
+def test_fields_keys_and_timestamps(tmp_path):
+    docs = make_docs(5)
+    paths = write_all_formats(tmp_path, docs)
+    for name in ("jsonl", "csv", "tsv"):
+        got = records(open_source(paths[name], time_field="time"))
+        assert [r.document for r in got] == docs
+        assert [str(r.key) for r in got] == [str(i) for i in range(5)]
+        assert [r.timestamp for r in got] == [1_000_000.0 + 60 * i for i in range(5)]
+    assert [r.key for r in records(open_source(paths["dir"]))] == [f"{i:04d}.txt" for i in range(5)]
+    assert [r.key for r in records(open_source(paths["lines"]))] == [None] * 5
+
+
+def test_several_text_fields_are_joined(tmp_path):
+    path = tmp_path / "news.jsonl"
+    path.write_text(json.dumps({"title": "Cocoa review", "body": "Showers continued", "id": "a"}) + "\n"
+                    + json.dumps({"title": "Only a title", "body": None}) + "\n")
+    got = records(open_source(path, text_fields=["title", "body"]))
+    assert [r.document for r in got] == ["Cocoa review\nShowers continued", "Only a title"]
+    assert [r.key for r in got] == ["a", None]
+
+
+@pytest.mark.parametrize("name", ["jsonl", "gz", "zst", "csv", "tsv", "lines", "dir", "uci"])
+def test_position_resumes_exactly(tmp_path, name):
+    docs = make_docs(25)
+    paths = write_all_formats(tmp_path, docs)
+    path = write_uci(tmp_path, docs) if name == "uci" else paths[name]
+    source = open_source(path)
+    seen = []
+    for item in source:
+        seen.append((source.position, item))
+    assert len(seen) == 25
+    for k in (0, 1, 12, 24):
+        position, _ = seen[k]
+        rest = list(open_source(**source.spec, start=position))
+        assert rest == [item for _, item in seen[k + 1:]], (name, k)
+
+
+def test_malformed_jsonl_is_reported_with_line_and_skipped(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"text": "first good"}\n'
+                     b'{"text": "broken\n'
+                     b'\n'
+                     b'{"body": "no text field"}\n'
+                     b'{"text": "caf\xe9 latin-1"}\n'
+                     b'[1, 2]\n'
+                     b'{"text": 42}\n'
+                     b'{"text": "last good", "time": "yesterday"}\n')
+    items = list(open_source(path))
+    assert [r.document for r in items if isinstance(r, Record)] == ["first good", "last good"]
+    bad = [(m.where, m.reason) for m in items if isinstance(m, Malformed)]
+    assert bad == [(f"{path}:2", "bad JSON"), (f"{path}:4", "missing text field"), (f"{path}:5", "not UTF-8"),
+                   (f"{path}:6", "not a JSON object"), (f"{path}:7", "text field not a string")]
+    timed = list(open_source(path, time_field="time"))
+    assert (f"{path}:8", "bad time") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
+    assert (f"{path}:1", "missing time field") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_truncated_archive_is_reported_at_the_line_where_it_ends(tmp_path, suffix):
+    data = "".join(json.dumps({"text": f"document number {i} " + "word " * 30}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(data) if suffix == ".gz" else zstandard.ZstdCompressor().compress(data)
+    path = tmp_path / f"cut.jsonl{suffix}"
+    path.write_bytes(packed[: len(packed) // 2])
+    items = list(open_source(path))
+    good = [r for r in items if isinstance(r, Record)]
+    assert isinstance(items[-1], Malformed) and items[-1].reason == "truncated or corrupt archive"
+    assert 0 < len(good) < 3000
+    assert items[-1].where == f"{path}:{len(good) + 1}"
+    assert [r.document.split()[2] for r in good] == [str(i) for i in range(len(good))]  # no partial record
+
+
+def test_csv_errors(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_bytes(b'id,text\n1,"good, quoted"\n2,"bad \xff byte"\n3\n4,fine\n')
+    items = list(open_source(path))
+    assert [r.document for r in items if isinstance(r, Record)] == ["good, quoted", "fine"]
+    assert [(m.where, m.reason) for m in items if isinstance(m, Malformed)] == [
+        (f"{path}:3", "not UTF-8"), (f"{path}:4", "wrong number of fields")]
+    with pytest.raises(SourceError, match=r"no column 'body' \(columns: id, text\)"):
+        open_source(path, text_fields=["body"])
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    with pytest.raises(SourceError, match="header"):
+        open_source(empty)
+
+
+def test_directory_reports_undecodable_files(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("fine text")
+    (tmp_path / "d" / "b.txt").write_bytes(b"\xff\xfe broken")
+    items = list(open_source(tmp_path / "d"))
+    assert items[0] == Record("fine text", "a.txt")
+    assert (items[1].where, items[1].reason) == (str(tmp_path / "d" / "b.txt"), "not UTF-8")
+
+
+def test_uci_malformed_lines_and_truncation(tmp_path):
+    docword = write_uci(tmp_path, make_docs(30))
+    lines = gzip.decompress(docword.read_bytes()).decode().splitlines()
+    lines[5] = "1 oops 2"
+    lines[7] = "1 99999 1"
+    docword.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    items = list(UciSource(docword))
+    assert [(m.where, m.reason) for m in items if isinstance(m, Malformed)] == [
+        (f"{docword}:6", "bad line"), (f"{docword}:8", "word id out of range")]
+    assert len(records(UciSource(docword))) == 30
+    packed = docword.read_bytes()
+    docword.write_bytes(packed[: len(packed) * 2 // 3])
+    items = list(UciSource(docword))
+    assert items[-1].reason == "truncated or corrupt archive" and "dropped" in items[-1].detail
+    assert 0 < len(records(UciSource(docword))) < 30
+
+
+def test_uci_kos_reads_as_bag_of_words():
+    source = open_source(DATA / "uci-kos")
+    first = []
+    for item in source:
+        first.append(item)
+        if len(first) == 3:
+            break
+    assert source.total == 3430
+    assert all(isinstance(r, Record) and isinstance(r.document, dict) for r in first)
+    assert [r.key for r in first] == [1, 2, 3]
+    assert all(all(c > 0 for c in r.document.values()) for r in first)
+
+
+def test_open_source_errors(tmp_path):
+    with pytest.raises(SourceError, match="no such file or directory"):
+        open_source(tmp_path / "missing.jsonl")
+    with pytest.raises(SourceError, match="unknown format 'xml'"):
+        open_source(tmp_path, format="xml")
+    with pytest.raises(SourceError, match="kafka://HOST:PORT/TOPIC"):
+        open_source("kafka://nohost", format="kafka")
+    assert [detect_format(str(p)) for p in (tmp_path, "x.ndjson", "y.csv.zst", "docword.kos.txt.gz")] == [
+        "dir", "jsonl", "csv", "uci"]
+
+
+def test_parse_time():
+    assert parse_time("1970-01-02") == 86400.0
+    assert parse_time("1970-01-01T01:00:00+01:00") == 0.0
+    assert parse_time(12.5) == 12.5
+    for bad in ("soon", None, True, [1]):
+        with pytest.raises(ValueError):
+            parse_time(bad)
+
+
+def test_builtin_corpus_is_real_stable_and_resumable():
+    first, second = BuiltinCorpus(), BuiltinCorpus()
+    head = [next(it) for it in [iter(first)] for _ in range(300)]
+    assert [next(it) for it in [iter(second)] for _ in range(300)] == head
+    assert len({r.key for r in head}) == 300
+    assert all(len(r.document.split()) >= 12 for r in head)
+    resumed = BuiltinCorpus(start=first.position - 10)
+    assert [next(it) for it in [iter(resumed)] for _ in range(10)] == head[-10:]
+
+
+def test_docstrings_walks_classes_functions_and_blocks():
+    source = b'"""Module doc."""\nclass A:\n    """Class doc."""\n    def f(self):\n        """Method doc."""\n' \
+             b'if True:\n    def g():\n        """Guarded doc."""\n'
+    assert list(docstrings("m", source)) == [
+        ("m", "Module doc."), ("m:A", "Class doc."), ("m:A.f", "Method doc."), ("m:g", "Guarded doc.")]
