@@ -1,0 +1,252 @@
+"""Throughput of the Kafka consumer next to in-process ingestion, and checkpoint cost.
+
+All on the same documents (the first --docs posts of 20newsgroups-bydate, JSON ``{"id", "text"}``
+messages keyed by id), the same vocabulary (the --vocabulary-size words of highest document
+frequency, 15,000 by default) and in the same run:
+
+  in-process     StreamingTopicModel.learn_many(texts, keys) + statistics()
+  produce        KafkaProducer (acks=all) into a topic with --partitions partitions
+  consumer-only  TopicModelConsumer on the pre-filled topic, from start (group join included)
+                 until every document is in the statistics; also from the moment its partitions
+                 are placed (after the join)
+  end-to-end     TopicModelConsumer already running on an empty topic; from the first send
+                 until the last document is in the statistics
+  checkpoint     the consumer's final checkpoint (state file + manifest, fsynced) and a
+                 restore of it (read + verify every checksum)
+
+Refreshes and periodic checkpoints are off while timing ingestion. "In the statistics" includes
+flushing the model's ingest buffer. Each path is measured --rounds times, the rounds interleaved,
+and the best figure kept: load from other processes only ever slows a path down (the 1-minute
+load average is printed with the figures). The consumer's statistics are checked against the in-process
+ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
+
+    .venv/bin/python benchmarks/kafka_throughput.py
+    .venv/bin/python benchmarks/kafka_throughput.py --docs 5000 --vocabulary-size 5000   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+
+from consumers.broker import KafkaBroker
+from consumers.checkpoint import CheckpointStore
+from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
+
+
+def load_messages(n: int) -> list[tuple[bytes, bytes, dict]]:
+    out = []
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            post = json.loads(line)
+            doc = {"id": post["id"], "text": post["text"]}
+            out.append((post["id"].encode(), json.dumps(doc).encode(), doc))
+            if len(out) == n:
+                break
+    return out
+
+
+def create_topic(servers: str, partitions: int) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    try:
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    finally:
+        admin.close()
+    return name
+
+
+def produce(servers: str, topic: str, messages) -> float:
+    """Send every message and wait for all acknowledgements; returns the seconds taken."""
+    producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=5, batch_size=256 * 1024,
+                             max_request_size=4 * 1024 * 1024)
+    try:
+        t0 = time.perf_counter()
+        for key, value, _ in messages:
+            producer.send(topic, key=key, value=value)
+        producer.flush(timeout=300)
+        return time.perf_counter() - t0
+    finally:
+        producer.close()
+
+
+class RunningConsumer:
+    """A TopicModelConsumer on its own thread, with a wait until N documents are absorbed."""
+
+    def __init__(self, config: ConsumerConfig):
+        self.service = TopicModelConsumer(config)
+        self.thread = threading.Thread(target=self.service.run, daemon=True)
+        self.thread.start()
+
+    def wait_assigned(self, partitions: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.service.positions) < partitions:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the consumer got no partitions")
+            time.sleep(0.01)
+
+    def wait_absorbed(self, n: int, timeout: float = 1800) -> None:
+        """Until n messages became documents or dead letters, then flush the ingest buffer (the
+        consumer thread is idle in poll by then: no refresh or checkpoint is configured)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.service.metrics.as_dict()
+            if m["documents_absorbed"] + sum(m["rejected"].values()) >= n:
+                break
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"the consumer stalled: {m}")
+            time.sleep(0.005)
+        self.service.model.statistics()
+
+    def stop(self) -> dict:
+        self.service.stop()
+        self.thread.join()
+        return self.service.metrics.as_dict()
+
+
+class Bench:
+    """The measurements of one run; every path is measured ``--rounds`` times, interleaved, and
+    the best kept (other load on the machine only ever slows a path down)."""
+
+    def __init__(self, servers: str, messages, vocabulary: Vocabulary, work: Path, partitions: int,
+                 poll_records: int):
+        self.servers, self.messages, self.work = servers, messages, work
+        self.partitions, self.poll_records = partitions, poll_records
+        self.texts, self.keys = [m[2]["text"] for m in messages], [m[2]["id"] for m in messages]
+        self.vocabulary = vocabulary
+        (work / "vocabulary.txt").write_text("\n".join(vocabulary.words), encoding="utf-8")
+        self.best: dict[str, float] = {}
+        self.reference: StreamingTopicModel | None = None
+
+    def keep(self, name: str, value: float, smaller_is_better: bool = False) -> None:
+        old = self.best.get(name)
+        if old is None or (value < old if smaller_is_better else value > old):
+            self.best[name] = value
+
+    def config(self, topic: str, name: str) -> ConsumerConfig:
+        shutil.rmtree(self.work / name, ignore_errors=True)
+        return ConsumerConfig(bootstrap_servers=self.servers, topics=[topic], group_id=f"bench-{uuid.uuid4().hex[:8]}",
+                              n_topics=20, vocabulary=str(self.work / "vocabulary.txt"),
+                              checkpoint_dir=str(self.work / name), poll_records=self.poll_records,
+                              refresh_every_documents=0, checkpoint_every_messages=0,
+                              checkpoint_every_seconds=0.0, log_every_seconds=0)
+
+    def in_process(self) -> None:
+        self.reference = None
+        model = StreamingTopicModel(20, self.vocabulary)
+        t0 = time.perf_counter()
+        model.learn_many(self.texts, self.keys)
+        model.statistics()
+        self.keep("in_process_docs_per_s", len(self.texts) / (time.perf_counter() - t0))
+        self.reference = model
+
+    def consumer_only(self) -> None:
+        n = len(self.messages)
+        topic = create_topic(self.servers, self.partitions)
+        self.keep("produce_docs_per_s", n / produce(self.servers, topic, self.messages))
+        t0 = time.perf_counter()
+        consumer = RunningConsumer(self.config(topic, "consumer-only"))
+        consumer.wait_assigned(self.partitions)
+        t1 = time.perf_counter()
+        consumer.wait_absorbed(n)
+        t2 = time.perf_counter()
+        self.keep("consumer_only_docs_per_s", n / (t2 - t0))
+        self.keep("consumer_only_after_join_docs_per_s", n / (t2 - t1))
+        self.keep("consumer_start_s", t1 - t0, smaller_is_better=True)
+        stats, ref = consumer.service.model.statistics(), self.reference.statistics()
+        assert stats.n_docs == ref.n_docs and np.allclose(stats.packed, ref.packed, rtol=1e-12, atol=0)
+        del stats
+        checkpoint = consumer.stop()["last_checkpoint"]
+        del consumer
+        self.best["checkpoint_bytes"] = checkpoint["bytes"]
+        self.keep("checkpoint_save_s", checkpoint["seconds"], smaller_is_better=True)
+        with CheckpointStore(self.work / "consumer-only") as store:
+            t0 = time.perf_counter()
+            restored = store.restore()
+            self.keep("checkpoint_restore_s", time.perf_counter() - t0, smaller_is_better=True)
+        assert restored.model.documents_absorbed == ref.n_docs
+
+    def end_to_end(self) -> None:
+        n = len(self.messages)
+        topic = create_topic(self.servers, self.partitions)
+        consumer = RunningConsumer(self.config(topic, "end-to-end"))
+        consumer.wait_assigned(self.partitions)
+        t0 = time.perf_counter()
+        produce(self.servers, topic, self.messages)
+        consumer.wait_absorbed(n)
+        self.keep("end_to_end_docs_per_s", n / (time.perf_counter() - t0))
+        consumer.stop()
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=18_846, help="posts of 20newsgroups-bydate (all: 18,846)")
+    parser.add_argument("--vocabulary-size", type=int, default=15_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--poll-records", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2, help="measure every path this many times, keep the best")
+    parser.add_argument("--bootstrap-servers", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+
+    messages = load_messages(args.docs)
+    texts = [m[2]["text"] for m in messages]
+    tokenizer = Tokenizer()
+    vocabulary = Vocabulary.from_document_counts((tokenizer.count(t) for t in texts), args.vocabulary_size)
+    warm = StreamingTopicModel(20, vocabulary.words[:200])  # compile the kernels outside the timings
+    warm.learn_many(texts[:50])
+    warm.statistics()
+    del warm
+
+    work = Path(tempfile.mkdtemp(prefix="kafka-bench-"))
+    broker = contextlib.nullcontext() if args.bootstrap_servers else KafkaBroker(heap="1g")
+    load_before = os.getloadavg()[0]
+    with broker as running, contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, work, ignore_errors=True)
+        bench = Bench(args.bootstrap_servers or running.bootstrap_servers, messages, vocabulary, work,
+                      args.partitions, args.poll_records)
+        for _ in range(args.rounds):
+            bench.in_process()
+            bench.consumer_only()
+            bench.end_to_end()
+    results = {"documents": len(messages), "vocabulary": len(vocabulary), "partitions": args.partitions,
+               "rounds": args.rounds, "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
+               **bench.best}
+
+    print(f"{results['documents']} documents, V = {results['vocabulary']}, {args.partitions} partitions, "
+          f"{results['cpus']} CPUs (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after); "
+          f"best of {args.rounds}")
+    print("| path | documents/s |\n|---|---|")
+    for label, key in [("in-process learn_many", "in_process_docs_per_s"), ("produce (acks=all)", "produce_docs_per_s"),
+                       ("consumer-only (pre-filled topic, group join included)", "consumer_only_docs_per_s"),
+                       ("consumer-only, after the group join", "consumer_only_after_join_docs_per_s"),
+                       ("end-to-end (first send -> last absorbed)", "end_to_end_docs_per_s")]:
+        print(f"| {label} | {results[key]:,.0f} |")
+    print(f"\nconsumer start (restore, group join, partitions placed): {results['consumer_start_s']:.2f} s")
+    print(f"checkpoint at V = {results['vocabulary']}: {results['checkpoint_bytes'] / 1e6:,.0f} MB, "
+          f"save {results['checkpoint_save_s']:.2f} s, restore {results['checkpoint_restore_s']:.2f} s")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

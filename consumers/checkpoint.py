@@ -1,0 +1,253 @@
+"""Checkpoints: the model's whole state and the stream offsets it reflects, written together.
+
+A checkpoint is two files in the store's directory that share a sequence number::
+
+    ckpt-0000000042.state   the model (StreamingTopicModel.save: statistics, vocabulary,
+                            configuration, latest snapshot; atomic, SHA-256 per array)
+    ckpt-0000000042.json    the manifest: the next offset to read in every partition the
+                            statistics cover, consumer counters, the state file's size and the
+                            manifest's own SHA-256; written (atomically) only once the state
+                            file is on disk, so a manifest marks a complete checkpoint
+
+Commit order -- the exactly-once argument, in the style of Quix Streams' checkpoints (state
+first, offsets last):
+
+1. flush the producer, so every output derived from the documents about to be checkpointed
+   (snapshots, document topics, dead letters) is delivered;
+2. write the checkpoint: state file, then manifest;
+3. commit the same offsets to the Kafka consumer group.
+
+On start the newest good checkpoint is restored and every partition it covers is sought to
+*its* offset, not to the group's committed one. A crash before step 2 loses only in-memory work,
+which is read again from the previous checkpoint's offsets; a crash between 2 and 3 leaves the
+committed offsets behind the checkpoint, which is harmless because the checkpoint wins. So no
+document is lost or counted twice. Outputs are at-least-once: those produced after the last
+checkpoint are produced again after a crash.
+
+Corruption: a manifest that fails its checksum, a state file of the wrong size, or one whose
+checksums fail (:class:`~streamtopics.CorruptStateError`) is reported (logged, renamed
+``*.corrupt``, listed in :attr:`Restored.skipped`) and the previous checkpoint is used; the
+stream is then re-read from that checkpoint's offsets. Any other load error (a sound file
+written by an incompatible version) propagates and leaves the files alone.
+
+>>> import tempfile
+>>> from streamtopics import StreamingTopicModel
+>>> model = StreamingTopicModel(n_topics=2, vocabulary=["apple", "pear", "goal", "match"])
+>>> model.learn_many(["apple pear apple", "goal match goal"])
+>>> with CheckpointStore(tempfile.mkdtemp()) as store:
+...     saved = store.save(model, {("news", 0): 2})
+...     restored = store.restore()
+>>> restored.checkpoint.offsets, restored.model.documents_absorbed
+({('news', 0): 2}, 2)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamtopics import CorruptStateError, StreamingTopicModel
+from streamtopics.state import atomic_write_bytes
+
+log = logging.getLogger("streamtopics.checkpoint")
+
+FORMAT = "streamtopics-checkpoint"
+FORMAT_VERSION = 1
+_NAME = re.compile(r"^ckpt-(\d{10})\.(state|json)(\.corrupt)?$")
+
+Offsets = dict[tuple[str, int], int]  # (topic, partition) -> next offset to read
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One complete checkpoint, as described by its manifest."""
+
+    sequence: int
+    offsets: Offsets
+    counters: dict
+    state_path: Path
+    state_bytes: int
+    created: float  # seconds since the epoch
+
+
+@dataclass
+class Restored:
+    """What :meth:`CheckpointStore.restore` found: the model and offsets of the newest good
+    checkpoint (both None in an empty store) and the newer ones that were corrupt."""
+
+    model: StreamingTopicModel | None
+    checkpoint: Checkpoint | None
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (sequence, why), newest first
+
+
+class CheckpointStore:
+    """A directory of checkpoints written by one consumer (see the module docstring).
+
+    ``keep`` checkpoints are kept: the newest is the one in use, the older ones are the
+    fall-backs if it turns out damaged. The directory is locked while the store is open, so two
+    consumers can never interleave their checkpoints in it. ``member_id`` is a random id made
+    once per directory; it names this consumer's offset commits in its group.
+    """
+
+    def __init__(self, directory, keep: int = 3):
+        if keep < 1:
+            raise ValueError("keep at least one checkpoint")
+        self.directory = Path(directory)
+        self.keep = int(keep)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_directory(self.directory)
+        self.member_id = self._member_id()
+
+    def _member_id(self) -> str:
+        path = self.directory / "member-id"
+        if not path.exists():
+            atomic_write_bytes(path, f"{uuid.uuid4().hex}\n".encode())
+        return path.read_text().strip()
+
+    # ------------------------------------------------------------------ writing
+    def save(self, model: StreamingTopicModel, offsets: Offsets, counters: dict | None = None) -> Checkpoint:
+        """Write the model and the offsets it reflects as the next checkpoint (state file
+        first, manifest last), then drop checkpoints beyond ``keep``."""
+        sequence = self._last_sequence() + 1
+        state_path = self._path(sequence, "state")
+        model.save(state_path)
+        checkpoint = Checkpoint(sequence, dict(offsets), dict(counters or {}), state_path,
+                                state_path.stat().st_size, time.time())
+        body = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "sequence": sequence,
+            "member": self.member_id, "created": checkpoint.created,
+            "state_file": state_path.name, "state_bytes": checkpoint.state_bytes,
+            "offsets": [[t, p, o] for (t, p), o in sorted(checkpoint.offsets.items())],
+            "counters": checkpoint.counters,
+            "documents_absorbed": model.documents_absorbed,
+        }
+        manifest = dict(body, checksum=_checksum(body))
+        atomic_write_bytes(self._path(sequence, "json"), json.dumps(manifest, indent=1).encode())
+        self._prune(sequence)
+        return checkpoint
+
+    def _prune(self, newest: int) -> None:
+        """Keep the newest ``keep`` checkpoints; delete older ones, state files whose manifest
+        was never written, and temporaries left by an interrupted write."""
+        kept = sorted(self._sequences("json"), reverse=True)[: self.keep]
+        for path in self.directory.iterdir():
+            match = _NAME.match(path.name)
+            if match and not match.group(3) and int(match.group(1)) < newest and int(match.group(1)) not in kept:
+                path.unlink(missing_ok=True)
+            elif path.name.startswith(".ckpt-") and path.name.endswith(".tmp"):
+                path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ reading
+    def checkpoints(self) -> list[Checkpoint]:
+        """Every checkpoint whose manifest is intact, newest first (state files unchecked)."""
+        found = []
+        for sequence in sorted(self._sequences("json"), reverse=True):
+            try:
+                found.append(self._read_manifest(sequence))
+            except CorruptStateError:
+                continue
+        return found
+
+    def restore(self, on_reject=None) -> Restored:
+        """Load the newest checkpoint that is intact; report and set aside newer damaged ones.
+
+        ``on_reject`` is handed to :meth:`StreamingTopicModel.load`."""
+        restored = Restored(None, None)
+        for sequence in sorted(self._sequences("json"), reverse=True):
+            try:
+                checkpoint = self._read_manifest(sequence)
+                size = checkpoint.state_path.stat().st_size if checkpoint.state_path.exists() else None
+                if size != checkpoint.state_bytes:
+                    raise CorruptStateError(f"state file has {size} bytes, manifest says {checkpoint.state_bytes}")
+                model = StreamingTopicModel.load(checkpoint.state_path, on_reject=on_reject)
+            except CorruptStateError as error:  # only damage: a sound file this code cannot load
+                why = str(error) or type(error).__name__
+                log.error("checkpoint %d in %s is damaged (%s); setting it aside and trying the previous one",
+                          sequence, self.directory, why)
+                restored.skipped.append((sequence, why))
+                self._set_aside(sequence)
+                continue
+            restored.model, restored.checkpoint = model, checkpoint
+            break
+        return restored
+
+    def _read_manifest(self, sequence: int) -> Checkpoint:
+        path = self._path(sequence, "json")
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            checksum = manifest.pop("checksum")
+        except (OSError, ValueError, AttributeError, KeyError) as error:
+            raise CorruptStateError(f"{path}: unreadable manifest ({error})") from error
+        if checksum != _checksum(manifest):
+            raise CorruptStateError(f"{path}: manifest checksum mismatch")
+        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+            raise CorruptStateError(f"{path}: unsupported format {manifest.get('format')!r}")
+        return Checkpoint(
+            sequence=manifest["sequence"],
+            offsets={(t, int(p)): int(o) for t, p, o in manifest["offsets"]},
+            counters=manifest["counters"],
+            state_path=self.directory / manifest["state_file"],
+            state_bytes=manifest["state_bytes"],
+            created=manifest["created"],
+        )
+
+    def _set_aside(self, sequence: int) -> None:
+        for kind in ("state", "json"):
+            path = self._path(sequence, kind)
+            if path.exists():
+                path.replace(path.with_name(path.name + ".corrupt"))
+
+    # ------------------------------------------------------------------ naming
+    def _path(self, sequence: int, kind: str) -> Path:
+        return self.directory / f"ckpt-{sequence:010d}.{kind}"
+
+    def _sequences(self, kind: str) -> set[int]:
+        names = (_NAME.match(p.name) for p in self.directory.iterdir())
+        return {int(m.group(1)) for m in names if m and m.group(2) == kind and not m.group(3)}
+
+    def _last_sequence(self) -> int:
+        """The highest sequence ever used here, set-aside ones included, so none is reused."""
+        names = (_NAME.match(p.name) for p in self.directory.iterdir())
+        return max((int(m.group(1)) for m in names if m), default=0)
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Release the directory lock."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def __enter__(self) -> "CheckpointStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CheckpointStore({str(self.directory)!r}, keep={self.keep})"
+
+
+def _checksum(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _lock_directory(directory: Path) -> int | None:
+    """An exclusive lock on ``directory/lock`` (None where fcntl does not exist)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        return None
+    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RuntimeError(f"{directory} is in use by another consumer (its lock is held)") from None
+    return fd

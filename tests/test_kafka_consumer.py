@@ -1,0 +1,350 @@
+"""The Kafka consumer service against a real broker: exact statistics end to end, crash safety
+(SIGKILL at random points), broker restart, dead letters, corrupt checkpoints.
+
+Statistics are compared with a StreamingTopicModel fed the same documents in-process. With
+several partitions the consumer interleaves them in fetch order, and float sums taken in another
+order differ in the last bits, so counts are compared exactly and float sums to rtol 1e-12 (all
+terms are positive: ~2,000 of them in another order move a cell by at most ~2e-13 relative).
+With one partition the order is the corpus order and the sums are compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consumers.checkpoint import CheckpointStore
+from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from streamtopics import StreamingTopicModel, TopicSnapshot
+
+sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
+from kafka_helpers import (  # noqa: E402
+    N_TOPICS, ConsumerProcess, assert_same_statistics, build_vocabulary, committed_offsets,
+    corpus_messages, create_topic, end_offsets, final_model, load_corpus, produce, read_topic,
+    reference_model, unique,
+)
+
+N_DOCS = 2000
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus(N_DOCS)
+
+
+@pytest.fixture(scope="module")
+def vocabulary(corpus):
+    return build_vocabulary(corpus, 2000)
+
+
+@pytest.fixture(scope="module")
+def vocabulary_file(vocabulary, tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocabulary") / "vocabulary.txt"
+    path.write_text("\n".join(vocabulary.words), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, vocabulary):
+    return reference_model(corpus, vocabulary)
+
+
+def make_config(broker, topic, tmp_path, vocabulary_file, **settings) -> ConsumerConfig:
+    values = dict(bootstrap_servers=broker.bootstrap_servers, topics=[topic], group_id=unique("group"),
+                  n_topics=N_TOPICS, vocabulary=str(vocabulary_file), checkpoint_dir=str(tmp_path / "checkpoints"),
+                  poll_records=200, refresh_every_documents=0, checkpoint_every_messages=500,
+                  stop_when_idle=1.0, flush_timeout_s=20.0, log_every_seconds=0)
+    values.update(settings)
+    return ConsumerConfig(**values)
+
+
+def run_consumer(config: ConsumerConfig) -> TopicModelConsumer:
+    service = TopicModelConsumer(config)
+    service.run()
+    return service
+
+
+def offsets_of(topic, ends):
+    return {(topic, p): o for p, o in ends.items()}
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_end_to_end_statistics_equal_in_process(kafka_broker, corpus, reference, vocabulary_file, tmp_path):
+    topic = unique("news")
+    create_topic(kafka_broker, topic, partitions=4)
+    produce(kafka_broker, topic, corpus_messages(corpus))
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, refresh_every_documents=900,
+                         snapshot_topic=topic + "-snapshots", snapshot_dir=str(tmp_path / "snapshots"),
+                         doc_topics_topic=topic + "-doc-topics", dead_letter_topic=topic + "-dead")
+
+    service = run_consumer(config)
+
+    ends = end_offsets(kafka_broker, topic, 4)
+    assert sum(ends.values()) == N_DOCS
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == offsets_of(topic, ends)
+    assert_same_statistics(model, reference)
+    assert_same_statistics(service.model, reference)
+    assert committed_offsets(kafka_broker, config.group_id, topic) == ends  # checkpoint, then commit
+
+    metrics = service.metrics.as_dict()
+    assert metrics["documents_absorbed"] == N_DOCS and metrics["rejected"] == {}
+    assert metrics["total_lag"] == 0 and metrics["refreshes"] == 2 and metrics["dead_letters"] == 0
+
+    # snapshots: full JSON files, and top words on the output topic keyed by the model name
+    files = sorted((tmp_path / "snapshots").glob("snapshot-*.json"))
+    assert [TopicSnapshot.load(f).version for f in files] == [1, 2]
+    last = TopicSnapshot.load(files[-1])
+    assert np.array_equal(last.topic_word, service.model.snapshot.topic_word)
+    assert set(last.position) == {topic}
+    messages = read_topic(kafka_broker, config.snapshot_topic, expected=2)
+    assert [m.key for m in messages] == [b"streamtopics"] * 2
+    published = json.loads(messages[-1].value)
+    assert published["version"] == 2 and len(published["topics"]) == N_TOPICS
+    assert len(published["topics"][0]["top_words"]) == config.snapshot_top_words
+
+    # document topics: one message per document absorbed after the first snapshot, key = doc id
+    n_mixtures = metrics["doc_topics_published"]
+    assert 0 < n_mixtures < N_DOCS
+    mixtures = read_topic(kafka_broker, config.doc_topics_topic, expected=n_mixtures)
+    assert len(mixtures) == n_mixtures
+    ids = {d["id"] for d in corpus}
+    for record in mixtures[:50]:
+        value = json.loads(record.value)
+        assert record.key.decode() == value["key"] and value["key"] in ids
+        assert value["snapshot_version"] in (1, 2)
+        assert abs(sum(value["topics"].values()) - 1) < 1e-4
+
+
+# --------------------------------------------------------------------------- dead letters
+
+
+def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabulary, vocabulary_file, tmp_path):
+    topic = unique("mixed")
+    create_topic(kafka_broker, topic, partitions=1)
+    known = vocabulary.words[0]
+    bad = [  # (expected reason, key, value); the last five pass the envelope and fail in the model
+        ("oversized", b"b-oversized", json.dumps({"text": "word " * 30_000}).encode()),
+        ("not_utf8", b"b-latin1", "caf\xe9 cr\xe8me".encode("latin-1")),
+        ("malformed_json", b"b-malformed", b'{"id": "m", "text": "unterminated'),
+        ("missing_field", b"b-missing", b'{"id": "b-missing", "title": "no text here"}'),
+        ("undecodable", b"b-tombstone", None),
+        ("undecodable", b"b-wrong-type", b'{"text": 42}'),
+        ("empty", b"b-empty", b'{"text": "!!! 123 -- ..."}'),
+        ("too_short", b"b-short", json.dumps({"text": known}).encode()),
+        ("no_known_words", b"b-unknown", b"zzyzx qwxqwx vvkvvk"),
+        ("non_string_token", b"b-token", json.dumps({"tokens": [known, 7]}).encode()),
+        ("invalid_count", b"b-count", json.dumps({"counts": {known: -1}}).encode()),
+    ]
+    expected_bad = {key: reason for reason, key, _ in bad}
+    good_docs = [d for d in corpus if len(d["text"]) < 20_000][:60]
+    good = corpus_messages(good_docs)
+    good += [(b"g-plain", f"plain text about {' '.join(vocabulary.words[10:30])}".encode()),
+             (b"g-tokens", json.dumps({"tokens": vocabulary.words[40:60] * 2}).encode()),
+             (b"g-counts", json.dumps({"counts": {w: 3 for w in vocabulary.words[60:70]}}).encode())]
+    messages = []  # every bad message between two good ones
+    for i, (key, value) in enumerate(good):
+        messages.append((key, value))
+        if i % 5 == 4 and bad:
+            messages.append(bad.pop(0)[1:])
+    assert not bad
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, max_message_bytes=100_000,
+                         dead_letter_topic=topic + "-dead")
+
+    service = run_consumer(config)
+
+    letters = read_topic(kafka_broker, config.dead_letter_topic, expected=len(expected_bad))
+    assert len(letters) == len(expected_bad)
+    offsets = {key: offset for offset, (key, _) in enumerate(messages)}
+    for letter in letters:
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert headers["streamtopics.reason"] == expected_bad[letter.key], headers
+        assert headers["streamtopics.topic"] == topic and headers["streamtopics.partition"] == "0"
+        assert int(headers["streamtopics.offset"]) == offsets[letter.key]
+        original = dict(messages)[letter.key]
+        if headers["streamtopics.reason"] == "oversized":
+            assert headers["streamtopics.truncated"] == "true" and original.startswith(letter.value)
+        else:
+            assert letter.value == original
+
+    # the good messages around them are all absorbed, in order: bit-identical sums
+    reference = StreamingTopicModel(N_TOPICS, vocabulary)
+    for d in good_docs:
+        reference.learn_one(d["text"], d["id"])
+    reference.learn_one(good[-3][1].decode(), "g-plain")
+    reference.learn_one(vocabulary.words[40:60] * 2, "g-tokens")
+    reference.learn_one({w: 3 for w in vocabulary.words[60:70]}, "g-counts")
+    for document in ("!!! 123 -- ...", known, "zzyzx qwxqwx vvkvvk", [known, 7], {known: -1}):
+        reference.learn_one(document)
+    assert_same_statistics(service.model, reference, exact=True)
+    assert service.model.documents_absorbed == len(good)
+    rejected = service.metrics.as_dict()["rejected"]
+    assert sum(rejected.values()) == service.metrics.dead_letters == len(expected_bad)
+    assert rejected["undecodable"] == 2 and rejected["oversized"] == 1
+
+
+# --------------------------------------------------------------------------- crash safety
+
+
+def test_sigkill_at_random_points_then_restart_is_exact(kafka_broker, corpus, reference, vocabulary_file, tmp_path):
+    topic = unique("crash")
+    create_topic(kafka_broker, topic, partitions=3)
+    produce(kafka_broker, topic, corpus_messages(corpus))
+    checkpoints = tmp_path / "checkpoints"
+    args = ["--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic", topic,
+            "--group-id", unique("group"), "--group-instance-id", "crash-test-member",
+            "--n-topics", str(N_TOPICS), "--vocabulary", str(vocabulary_file), "--checkpoint-dir", str(checkpoints),
+            "--poll-records", "40", "--checkpoint-every-messages", "120", "--refresh-every-documents", "700",
+            "--snapshot-dir", str(tmp_path / "snapshots"), "--stop-when-idle", "1.5", "--log-level", "INFO"]
+    log_path = tmp_path / "consumer.log"
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+
+    def newest():
+        return max((int(p.name[5:15]) for p in checkpoints.glob("ckpt-*.json")), default=0)
+
+    def interrupt(signum):
+        """Start the consumer, let it write one more checkpoint, wait a random moment, signal it."""
+        before = newest()
+        process = ConsumerProcess(args, log_path)
+        deadline = time.monotonic() + 60
+        while newest() <= before:
+            assert process.proc.poll() is None, f"consumer ended early (seed {seed}):\n{process.log_tail()}"
+            assert time.monotonic() < deadline, f"no checkpoint in 60 s (seed {seed}):\n{process.log_tail()}"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.5))
+        assert process.proc.poll() is None, f"consumer finished before it could be killed (seed {seed})"
+        return process.kill(signum)
+
+    for _ in range(3):
+        assert interrupt(signal.SIGKILL) == -signal.SIGKILL
+    assert interrupt(signal.SIGTERM) == 0  # graceful: finish the batch, checkpoint, commit
+    final = ConsumerProcess(args, log_path)
+    assert final.wait(timeout=120) == 0, final.log_tail()
+
+    ends = end_offsets(kafka_broker, topic, 3)
+    model, offsets = final_model(checkpoints)
+    assert offsets == offsets_of(topic, ends), f"seed {seed}"
+    assert model.documents_absorbed == N_DOCS, f"seed {seed}"
+    assert_same_statistics(model, reference)
+    assert log_path.read_text().count("=== start") == 5
+
+
+# --------------------------------------------------------------------------- broker restart
+
+
+def test_broker_restart_mid_stream_loses_nothing(kafka_broker, corpus, reference, vocabulary_file, tmp_path):
+    topic = unique("restart")
+    create_topic(kafka_broker, topic, partitions=2)
+    half = N_DOCS // 2
+    produce(kafka_broker, topic, corpus_messages(corpus[:half]))
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, poll_records=50,
+                         checkpoint_every_messages=300, reconnect_backoff_max_s=2.0)
+    service = TopicModelConsumer(config)
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while service.model.documents_absorbed < 300:
+            assert thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        kafka_broker.restart()
+        produce(kafka_broker, topic, corpus_messages(corpus[half:]))
+        deadline = time.monotonic() + 120
+        while service.metrics.as_dict()["documents_absorbed"] < N_DOCS:
+            assert thread.is_alive() and time.monotonic() < deadline, service.metrics.as_dict()
+            time.sleep(0.1)
+    finally:
+        service.stop()
+        thread.join(timeout=120)
+    assert not thread.is_alive()
+
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == offsets_of(topic, end_offsets(kafka_broker, topic, 2))
+    assert_same_statistics(model, reference)
+    assert service.metrics.checkpoints >= 3
+
+
+# --------------------------------------------------------------------------- corrupt checkpoints
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_corrupt_latest_checkpoint_falls_back_and_reconsumes(kafka_broker, corpus, reference, vocabulary_file,
+                                                             tmp_path, caplog, damage):
+    topic = unique("corrupt")
+    create_topic(kafka_broker, topic, partitions=2)
+    first = 1200
+    produce(kafka_broker, topic, corpus_messages(corpus[:first]))
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, checkpoint_every_messages=0,
+                         checkpoint_every_seconds=0.0)  # only the final checkpoint of each run
+    run_consumer(config)
+    produce(kafka_broker, topic, corpus_messages(corpus[first:]))
+    run_consumer(config)
+    with CheckpointStore(config.checkpoint_dir) as store:
+        latest, previous = store.checkpoints()[:2]
+    assert sum(previous.offsets.values()) == first and sum(latest.offsets.values()) == N_DOCS
+
+    data = bytearray(latest.state_path.read_bytes())
+    if damage == "flip":  # same size, a few bytes changed inside the co-occurrence sums
+        middle = len(data) // 2
+        data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
+    else:  # a torn write
+        data = data[: len(data) // 3]
+    latest.state_path.write_bytes(bytes(data))
+
+    with caplog.at_level(logging.ERROR, logger="streamtopics.checkpoint"):
+        service = run_consumer(config)
+    assert [sequence for sequence, _ in service.restored.skipped] == [latest.sequence]
+    assert service.restored.checkpoint.sequence == previous.sequence
+    assert f"checkpoint {latest.sequence}" in caplog.text and "damaged" in caplog.text
+    assert latest.state_path.with_name(latest.state_path.name + ".corrupt").exists()
+    assert service.metrics.messages_consumed == N_DOCS - first  # re-read since the previous checkpoint
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert sum(offsets.values()) == N_DOCS
+    assert_same_statistics(model, reference)
+
+
+# --------------------------------------------------------------------------- no broker needed
+
+
+def test_config_file_then_environment_then_arguments(tmp_path):
+    path = tmp_path / "consume.toml"
+    path.write_text('[consume]\ntopics = ["a", "b"]\nn_topics = 7\ngroup_id = "from-file"\n'
+                    'consumer_options = { session_timeout_ms = 6000 }\n')
+    environ = {"STREAMTOPICS_N_TOPICS": "9", "STREAMTOPICS_SSL_CHECK_HOSTNAME": "false",
+               "STREAMTOPICS_ANCHOR_MIN_DF": "12", "STREAMTOPICS_KAFKA_DIR": "/ignored"}
+    config = ConsumerConfig.load(path, environ=environ, group_id="from-flag", seed=None)
+    assert config.topics == ["a", "b"] and config.n_topics == 9 and config.group_id == "from-flag"
+    assert config.ssl_check_hostname is False and config.anchor_min_df == 12 and config.seed == 0
+    assert config.consumer_settings()["session_timeout_ms"] == 6000
+    with pytest.raises(ValueError, match="unknown consumer settings"):
+        ConsumerConfig.from_dict({"topics": "a", "n_topic": 3})
+
+
+def test_damaged_manifest_is_skipped_and_old_checkpoints_pruned(vocabulary, tmp_path):
+    model = StreamingTopicModel(N_TOPICS, vocabulary.words[:50])
+    with CheckpointStore(tmp_path, keep=2) as store:
+        for i in range(4):
+            model.learn_one(" ".join(vocabulary.words[i:i + 10]))
+            store.save(model, {("t", 0): i + 1})
+        assert [c.sequence for c in store.checkpoints()] == [4, 3]
+        manifest = tmp_path / "ckpt-0000000004.json"
+        manifest.write_text(manifest.read_text().replace('"documents_absorbed": 4', '"documents_absorbed": 5'))
+        restored = store.restore()
+        assert restored.checkpoint.sequence == 3 and restored.model.documents_absorbed == 3
+        assert restored.skipped[0][0] == 4 and "checksum" in restored.skipped[0][1]
+        assert store.save(model, {("t", 0): 4}).sequence == 5  # a set-aside sequence is never reused
+        with pytest.raises(RuntimeError, match="in use"):
+            CheckpointStore(tmp_path)
