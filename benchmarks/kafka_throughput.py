@@ -20,8 +20,8 @@ and the best figure kept: load from other processes only ever slows a path down 
 load average is printed with the figures). The consumer's statistics are checked against the in-process
 ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
 
-    .venv/bin/python benchmarks/kafka_throughput.py
-    .venv/bin/python benchmarks/kafka_throughput.py --docs 5000 --vocabulary-size 5000   # quick
+    .venv/bin/python -m benchmarks.kafka_throughput
+    .venv/bin/python -m benchmarks.kafka_throughput --docs 5000 --vocabulary-size 5000   # quick
 """
 
 from __future__ import annotations
