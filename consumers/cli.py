@@ -24,7 +24,7 @@ from streamtopics.state import CorruptStateError
 
 from . import builtin_corpus
 from .replay import CheckpointError, Replay, model_path, read_checkpoint
-from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_time
+from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url, parse_time
 
 EXIT_CODES = """\b
 Exit codes:
@@ -531,9 +531,7 @@ def produce(source, destination, format_, text_fields, id_field, time_field, tim
     """
     from kafka import KafkaProducer
 
-    from .sources import _parse_kafka_url
-
-    servers, topic = _parse_kafka_url(destination)
+    servers, topic = parse_kafka_url(destination)
     opened = open_source(source, **_source_kwargs(format_, text_fields, id_field, time_field, time_format,
                                                   from_offset, from_time))
     try:

@@ -91,7 +91,8 @@ class Replay:
         ``on_malformed(item)`` for each :class:`~consumers.sources.Malformed` record.
 
     Scheduled refreshes wait until the model has built its vocabulary (``warmup_documents``);
-    the final one does not.
+    the final one does not. The replay owns the refresh schedule: leave the model's own
+    ``refresh_every`` at None.
     """
 
     def __init__(self, model: StreamingTopicModel, source: Source, out_dir, *,
@@ -131,6 +132,9 @@ class Replay:
                 if self.on_malformed is not None:
                     self.on_malformed(item)
                 position = self.source.position
+                if self._stop:
+                    summary.stopped = True
+                    break
                 continue
             timestamp = item.timestamp
             if timestamp is not None and self.every_seconds:
@@ -167,6 +171,7 @@ class Replay:
         summary.absorbed = self.model.documents_absorbed
         summary.rejected = Counter(self.model.rejections)
         summary.elapsed_s = self._clock() - started
+        self._stop = False
         return summary
 
     def stop(self) -> None:

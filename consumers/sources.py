@@ -166,30 +166,33 @@ class _ZstdReader(io.RawIOBase):
         self._raw = raw
         self._decompressor = zstandard.ZstdDecompressor()
         self._frame = None
-        self._buffer = b""
+        self._buffer, self._offset = b"", 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, out) -> int:
-        while not self._buffer:
+        while self._offset == len(self._buffer):
             chunk = self._raw.read(1 << 16)
             if not chunk:
                 if self._frame is not None:
                     raise ArchiveError("compressed file ended before the end of its last frame")
                 return 0
+            output = []
             while chunk:
                 if self._frame is None:
                     self._frame = self._decompressor.decompressobj()
                 try:
-                    self._buffer += self._frame.decompress(chunk)
+                    output.append(self._frame.decompress(chunk))
                 except zstandard.ZstdError as error:
                     raise ArchiveError(f"corrupt Zstandard data ({error})") from None
                 chunk = b""
                 if self._frame.eof:
                     chunk, self._frame = self._frame.unused_data, None
-        n = min(len(out), len(self._buffer))
-        out[:n], self._buffer = self._buffer[:n], self._buffer[n:]
+            self._buffer, self._offset = b"".join(output), 0
+        n = min(len(out), len(self._buffer) - self._offset)
+        out[:n] = self._buffer[self._offset:self._offset + n]
+        self._offset += n
         return n
 
 
@@ -643,7 +646,7 @@ class KafkaSource(Source):
                  offsets: dict | None = None, timeout_s: float = 30.0):
         from kafka import KafkaConsumer, TopicPartition
 
-        servers, topic = _parse_kafka_url(url)
+        servers, topic = parse_kafka_url(url)
         self.topic, self.fields, self.timeout_s = topic, fields, timeout_s
         self.spec = {"path": url, "format": "kafka", "kafka_start": start,
                      **(fields.to_dict() if fields else {"text_fields": None})}
@@ -730,7 +733,7 @@ class KafkaSource(Source):
         return self.topic
 
 
-def _parse_kafka_url(url: str) -> tuple[str, str]:
+def parse_kafka_url(url: str) -> tuple[str, str]:
     """``kafka://host:port[,host:port]/topic`` -> (servers, topic)."""
     if not url.startswith("kafka://") or "/" not in url[len("kafka://"):]:
         raise SourceError(f"{url!r}: a Kafka source is kafka://HOST:PORT/TOPIC")

@@ -47,7 +47,9 @@ def write_all_formats(tmp_path: Path, docs: list[str]) -> dict[str, Path]:
     }
     paths["jsonl"].write_bytes(jsonl)
     paths["gz"].write_bytes(gzip.compress(jsonl))
-    paths["zst"].write_bytes(zstandard.ZstdCompressor().compress(jsonl))
+    half = jsonl.index(b"\n", len(jsonl) // 2) + 1  # two Zstandard frames, one after the other
+    paths["zst"].write_bytes(zstandard.ZstdCompressor().compress(jsonl[:half])
+                             + zstandard.ZstdCompressor().compress(jsonl[half:]))
     for key, delimiter in (("csv", ","), ("tsv", "\t")):
         with open(paths[key], "w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, ["id", "text", "time"], delimiter=delimiter)
