@@ -16,10 +16,11 @@ from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
 )
 from .inference import infer_mixtures
-from .refresh import match_columns, recover_topics, select_anchors
+from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, match_columns, recover_topics, select_anchors
 from .snapshot import TopicSnapshot
-from .state import read_state, write_state
+from .state import CorruptStateError, read_state, write_state
 from .text import Tokenizer
+from .trackers import RandomProjectionTracker, n_projections_for_topics
 from .vocabulary import Vocabulary
 
 RejectHandler = Callable[[Rejection, Any, Any], None]
@@ -49,6 +50,18 @@ class StreamingTopicModel:
     projection_dim
         Candidate rows are randomly projected to this many dimensions when the vocabulary is
         larger (None: never).
+    anchor_method
+        How anchors are selected (:func:`~streamtopics.refresh.select_anchors`):
+        ``"fastanchors"`` (default; FastAnchorWords over the frequent words), ``"rp"`` (Ding et
+        al.'s random-projection trackers, their candidates clustered into K groups) or
+        ``"hybrid"`` (FastAnchorWords over the trackers' candidates only). ``"rp"`` and
+        ``"hybrid"`` keep a :class:`~streamtopics.trackers.RandomProjectionTracker` (V x
+        ``n_projections`` float64) updated with every document.
+    n_projections
+        Random directions P of the tracker (None: ``n_projections_for_topics(n_topics)``).
+    rp_min_support
+        Fraction of the documents seen a word must occur in to be a tracker candidate (and at
+        least the ``anchor_min_df`` documents).
     recovery
         ``"l2"`` (default) or ``"kl"``.
     warm_start
@@ -87,14 +100,21 @@ class StreamingTopicModel:
     def __init__(self, n_topics: int, vocabulary=None, *, vocabulary_size: int = 10_000,
                  warmup_documents: int = 1000, tokenizer: Tokenizer | None = None,
                  anchor_min_df: int | str = "auto", max_anchor_candidates: int | None = 3000,
-                 projection_dim: int | None = 1000, anchor_cleanup: bool = True, recovery: str = "l2",
+                 projection_dim: int | None = 1000, anchor_cleanup: bool = True,
+                 anchor_method: str = "fastanchors", n_projections: int | None = None,
+                 rp_min_support: float = DEFAULT_RP_MIN_SUPPORT, recovery: str = "l2",
                  recovery_tol: float = 1e-5, recovery_max_iter: int = 500, warm_start: bool = True,
                  match_threshold: float = 0.5, change_threshold: float = 0.5,
                  refresh_every: int | None = None, batch_size: int = 2048,
                  max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
+        if anchor_method not in ANCHOR_METHODS:
+            raise ValueError(f"unknown anchor_method {anchor_method!r}; use one of {ANCHOR_METHODS}")
         self.n_topics = int(n_topics)
+        self.anchor_method = anchor_method
+        self.n_projections = None if n_projections is None else int(n_projections)
+        self.rp_min_support = float(rp_min_support)
         self.vocabulary_size = int(vocabulary_size)
         self.warmup_documents = int(warmup_documents)
         self.tokenizer = tokenizer or Tokenizer()
@@ -117,6 +137,7 @@ class StreamingTopicModel:
 
         self.vocabulary: Vocabulary | None = None
         self.stats: CooccurrenceStats | None = None
+        self.tracker: RandomProjectionTracker | None = None
         self._warmup: list[tuple[dict, Any]] = []
         self._pending: list[EncodedDocument] = []
         self._pending_keys: list[int] = []
@@ -218,12 +239,24 @@ class StreamingTopicModel:
     def _ingest(self, batch: DocumentBatch) -> None:
         """Every statistic the model keeps is updated here, from one batch."""
         self.stats.update(batch)
+        if self.tracker is not None:
+            kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
+            if not kept.all():
+                batch = batch.select(np.flatnonzero(kept))
+            self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys)
 
     def _set_vocabulary(self, vocabulary: Vocabulary) -> None:
         if len(vocabulary) < self.n_topics:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {self.n_topics} topics")
         self.vocabulary = vocabulary
         self.stats = CooccurrenceStats(len(vocabulary))
+        self.tracker = self._new_tracker(len(vocabulary))
+
+    def _new_tracker(self, n_words: int) -> RandomProjectionTracker | None:
+        if self.anchor_method == "fastanchors":
+            return None
+        n_projections = self.n_projections or n_projections_for_topics(self.n_topics)
+        return RandomProjectionTracker(n_words, n_projections, seed=self.seed)
 
     def _freeze_vocabulary(self) -> None:
         """Build the vocabulary from the warm-up documents, then absorb them."""
@@ -257,7 +290,13 @@ class StreamingTopicModel:
         """Add another model's statistics (a disjoint sub-stream over the same vocabulary)."""
         if other.vocabulary != self.vocabulary or self.vocabulary is None:
             raise ValueError("models can only be merged over the same, fixed vocabulary")
+        if (self.tracker is None) != (other.tracker is None) or (self.tracker is not None and (
+                (self.tracker.seed, self.tracker.n_projections) != (other.tracker.seed, other.tracker.n_projections))):
+            raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "
+                             "n_projections, seed) or neither does")
         self.statistics().merge(other.statistics())
+        if self.tracker is not None:
+            self.tracker.merge(other.tracker)
         self.rejections.update(other.rejections)
         self.oov_tokens += other.oov_tokens
         self.documents_truncated += other.documents_truncated
@@ -277,7 +316,9 @@ class StreamingTopicModel:
             raise RuntimeError("no documents absorbed yet: nothing to refresh")
         t0 = time.perf_counter()
         anchors = select_anchors(stats, self.n_topics, self.min_document_frequency(),
-                                 self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed)
+                                 self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed,
+                                 method=self.anchor_method, tracker=self.tracker,
+                                 min_support=self.rp_min_support)
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(stats, anchors) if self.warm_start else None
         result = recover_topics(stats, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
@@ -389,7 +430,9 @@ class StreamingTopicModel:
             "n_topics": self.n_topics, "vocabulary_size": self.vocabulary_size,
             "warmup_documents": self.warmup_documents, "anchor_min_df": self.anchor_min_df,
             "max_anchor_candidates": self.max_anchor_candidates, "projection_dim": self.projection_dim,
-            "anchor_cleanup": self.anchor_cleanup, "recovery": self.recovery,
+            "anchor_cleanup": self.anchor_cleanup, "anchor_method": self.anchor_method,
+            "n_projections": self.n_projections, "rp_min_support": self.rp_min_support,
+            "recovery": self.recovery,
             "recovery_tol": self.recovery_tol, "recovery_max_iter": self.recovery_max_iter,
             "warm_start": self.warm_start, "match_threshold": self.match_threshold,
             "change_threshold": self.change_threshold, "refresh_every": self.refresh_every,
@@ -404,6 +447,8 @@ class StreamingTopicModel:
         arrays: dict[str, np.ndarray] = {}
         if self.stats is not None:
             arrays.update({f"stats.{k}": v for k, v in self.stats.state_dict().items()})
+        if self.tracker is not None:
+            arrays.update({f"tracker.{k}": np.asarray(v) for k, v in self.tracker.state_dict().items()})
         if self._coefficients is not None:
             arrays["coefficients"] = self._coefficients
         if self.snapshot is not None:
@@ -432,6 +477,11 @@ class StreamingTopicModel:
             model.vocabulary = Vocabulary(meta["vocabulary"])
             model.stats = CooccurrenceStats.from_state_dict(
                 {k[len("stats."):]: v for k, v in arrays.items() if k.startswith("stats.")})
+            tracker = {k[len("tracker."):]: v for k, v in arrays.items() if k.startswith("tracker.")}
+            if model.anchor_method != "fastanchors":
+                if not tracker:
+                    raise CorruptStateError(f"{path}: no tracker saved for anchor_method {model.anchor_method!r}")
+                model.tracker = RandomProjectionTracker.from_state_dict(tracker)
         model._warmup = [(counts, _restore_key(key)) for counts, key in meta["warmup"]]
         model.rejections = Counter(meta["rejections"])
         model.oov_tokens = meta["oov_tokens"]

@@ -16,6 +16,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .anchors import candidate_words, fast_anchor_words, random_projection
 from .recovery import dirichlet_alpha, recover_kl, recover_l2, topic_covariance, topics_from_coefficients
+from .trackers import rp_anchor_groups
 
 
 class NotEnoughCandidatesError(ValueError):
@@ -39,18 +40,136 @@ def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, se
                       for s in range(0, candidates.size, chunk)])
 
 
+ANCHOR_METHODS = ("fastanchors", "rp", "hybrid")
+
+#: Default relative support of the tracker-based selectors: a word is eligible when it occurs in at
+#: least this fraction of the documents seen (the tracker's ranking needs a threshold that grows
+#: with M, see :mod:`~streamtopics.trackers`), and in at least ``min_df`` documents.
+DEFAULT_RP_MIN_SUPPORT = 0.005
+
+
+def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
+    """Words eligible for the tracker's candidates: document frequency at least ``min_df`` and at
+    least the fraction ``min_support`` of the documents seen, and some mass."""
+    df = np.asarray(view.document_frequency)
+    need = max(float(min_df), float(min_support) * float(view.n_docs))
+    return (df >= need) & (np.asarray(view.word_mass) > 0)
+
+
+def _extend_anchors(rows: np.ndarray, fixed: np.ndarray, n_more: int) -> np.ndarray:
+    """Greedy farthest-point (Gram-Schmidt) steps of FastAnchorWords started from the span of the
+    rows at positions ``fixed``: positions of up to ``n_more`` further rows (fewer when the rows
+    run out of independent directions)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    residual = np.einsum("ij,ij->i", rows, rows)
+    tiny = 1e-24 * max(1.0, float(residual.max(initial=0.0)))
+    basis: list[np.ndarray] = []
+    taken = np.zeros(rows.shape[0], bool)
+    picks: list[int] = []
+
+    def add(position: int) -> None:
+        nonlocal residual
+        taken[position] = True
+        direction = rows[position].copy()
+        for u in basis:  # modified Gram-Schmidt
+            direction -= (direction @ u) * u
+        norm = np.linalg.norm(direction)
+        if norm ** 2 <= tiny:
+            return
+        u = direction / norm
+        basis.append(u)
+        residual = np.maximum(residual - (rows @ u) ** 2, 0.0)
+
+    for position in np.asarray(fixed, dtype=np.int64):
+        add(int(position))
+    while len(picks) < n_more:
+        score = np.where(taken, -1.0, residual)
+        position = int(np.argmax(score))
+        if score[position] <= tiny:
+            break
+        picks.append(position)
+        add(position)
+    return np.asarray(picks, dtype=np.int64)
+
+
+def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> np.ndarray:
+    """Qbar rows of a few words (the tracker's candidates): projected only when there are more
+    rows than projection dimensions, since drawing the V x projection_dim matrix costs more than
+    a few hundred full rows."""
+    few = not projection_dim or ids.size <= projection_dim
+    return _candidate_rows(view, ids, None if few else projection_dim, seed)
+
+
 def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
-                   projection_dim: int | None = None, cleanup: bool = True, seed: int = 0) -> np.ndarray:
-    """FastAnchorWords over the candidate words' Qbar rows; returns K word ids."""
+                   projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
+                   method: str = "fastanchors", tracker=None,
+                   min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
+    """K anchor word ids by one of three selectors (DESIGN 2.3):
+
+    ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
+    frequency >= ``min_df``, the ``max_candidates`` most frequent).
+    ``"rp"``: the random-projection tracker's candidates clustered into K groups
+    (:func:`~streamtopics.trackers.rp_anchor_groups`), each group's first (strongest) word; if
+    there are fewer than K groups, the remaining anchors are greedy FastAnchorWords steps over
+    the other frequent words, starting from the span of the groups' anchors.
+    ``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
+    of V); if there are fewer than K candidates, the most frequent other eligible words join them.
+
+    ``tracker`` (a :class:`~streamtopics.trackers.RandomProjectionTracker` fed the same documents
+    as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
+    threshold (:func:`support_mask`).
+    """
+    if method not in ANCHOR_METHODS:
+        raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
     candidates = candidate_words(view.document_frequency, min_df, max_candidates)
     candidates = candidates[view.word_mass[candidates] > 0]
-    if candidates.size < n_topics:
-        raise NotEnoughCandidatesError(
-            f"{candidates.size} words occur in at least {min_df} documents; {n_topics} topics need "
-            f"at least {n_topics} candidate anchors (absorb more documents or lower anchor_min_df)"
-        )
-    rows = _candidate_rows(view, candidates, projection_dim, seed)
-    return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
+    if method == "fastanchors":
+        if candidates.size < n_topics:
+            raise _not_enough(candidates.size, min_df, n_topics)
+        rows = _candidate_rows(view, candidates, projection_dim, seed)
+        return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
+    if tracker is None:
+        raise ValueError(f"anchor method {method!r} needs a RandomProjectionTracker")
+    if tracker.n_words != view.n_words:
+        raise ValueError(f"the tracker has {tracker.n_words} words, the statistics {view.n_words}")
+    mask = support_mask(view, min_df, min_support)
+    if method == "rp":
+        groups = rp_anchor_groups(tracker, mask, n_topics, lambda ids: _few_rows(view, ids, projection_dim, seed))
+        anchors = np.array([g[0] for g in groups], dtype=np.int64)
+        if anchors.size >= n_topics:
+            return anchors[:n_topics]
+        # fewer groups than topics: complete with farthest-point steps over the other frequent
+        # words (the groups' other members are near their representative: left out)
+        pool = np.union1d(anchors, np.setdiff1d(candidates, np.concatenate(groups) if groups else anchors))
+        if pool.size < n_topics:
+            raise _not_enough(pool.size, min_df, n_topics)
+        rows = _candidate_rows(view, pool, projection_dim, seed)
+        fixed = np.searchsorted(pool, anchors)
+        more = _extend_anchors(rows, fixed, n_topics - anchors.size)
+        anchors = np.concatenate([anchors, pool[more]])
+        if anchors.size < n_topics:
+            raise _not_enough(anchors.size, min_df, n_topics)
+        return anchors
+    # hybrid
+    pool = tracker.candidates(mask)
+    if pool.size < n_topics:
+        eligible = np.flatnonzero(mask)
+        if eligible.size < n_topics:
+            eligible = candidates
+        order = np.lexsort((eligible, -np.asarray(view.document_frequency)[eligible]))
+        extra = eligible[order][~np.isin(eligible[order], pool)][: n_topics - pool.size]
+        pool = np.union1d(pool, extra.astype(np.int64))
+        if pool.size < n_topics:
+            raise _not_enough(pool.size, min_df, n_topics)
+    rows = _few_rows(view, pool, projection_dim, seed)
+    return pool[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
+
+
+def _not_enough(n_candidates: int, min_df: int, n_topics: int) -> NotEnoughCandidatesError:
+    return NotEnoughCandidatesError(
+        f"{n_candidates} words occur in at least {min_df} documents; {n_topics} topics need "
+        f"at least {n_topics} candidate anchors (absorb more documents or lower anchor_min_df)"
+    )
 
 
 def match_columns(previous_rows: np.ndarray, current_rows: np.ndarray) -> np.ndarray:
@@ -76,19 +195,54 @@ class Recovery:
     timings: dict = field(default_factory=dict)
 
 
+def anchor_group_rows(view, groups) -> np.ndarray:
+    """Row-normalised Qbar row of each group of words taken as one pseudo-word: the sum of the
+    members' Q rows over the sum of their masses (K x V). A group of one word gives its row."""
+    rows = np.empty((len(groups), view.n_words))
+    for k, group in enumerate(groups):
+        group = np.asarray(group, dtype=np.int64).reshape(-1)
+        total = float(view.word_mass[group].sum())
+        rows[k] = np.asarray(view.rows(group), dtype=np.float64).sum(axis=0) / (total if total > 0 else 1.0)
+    return rows
+
+
 def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, method: str = "l2",
-                   tol: float = 1e-5, max_iter: int = 500, block_rows: int = 1024) -> Recovery:
-    """RecoverL2 or RecoverKL from the given anchors, warm-started from ``start`` if given."""
+                   tol: float = 1e-5, max_iter: int = 500, block_rows: int = 1024,
+                   anchor_groups=None) -> Recovery:
+    """RecoverL2 or RecoverKL from the given anchors (K word ids), warm-started from ``start`` if
+    given. ``anchor_groups`` (K arrays of word ids, e.g. the ``rp`` selector's clusters) replaces
+    each anchor's row by its group's averaged row (:func:`anchor_group_rows`, Ding et al. 4.3);
+    the anchors still name the topics and give the topic covariance."""
     timings = {}
     t0 = time.perf_counter()
     mass = view.word_mass
     safe_mass = np.where(mass > 0, mass, 1.0)
-    anchor_rows = _normalised_rows(view, anchors)
+    if anchor_groups is None:
+        anchor_rows = _normalised_rows(view, anchors)
+    else:
+        if len(anchor_groups) != len(anchors):
+            raise ValueError(f"{len(anchor_groups)} anchor groups for {len(anchors)} anchors")
+        anchor_rows = anchor_group_rows(view, anchor_groups)
     if method == "l2":
         products = view.matmul(np.ascontiguousarray(anchor_rows.T)) / safe_mass[:, None]
         timings["products"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        coefficients, iterations = recover_l2(anchor_rows, products, start, tol, max_iter)
+        # An anchor word's own solution is exactly its unit vector (its row is the vertex); it is
+        # set, not solved: the active-set finish of the solver can divide 0 by 0 on such an exact
+        # vertex (seen with the rp selector's anchor order), and the result is the same.
+        anchors = np.asarray(anchors, dtype=np.int64)
+        others = np.ones(view.n_words, bool)
+        unique_anchors = np.unique(anchors).size == anchors.size
+        if unique_anchors:
+            others[anchors] = False
+        solved, solved_iterations = recover_l2(anchor_rows, products[others],
+                                               None if start is None else start[others], tol, max_iter)
+        coefficients = np.zeros((view.n_words, anchors.size))
+        iterations = np.zeros(view.n_words, dtype=solved_iterations.dtype)
+        coefficients[others] = solved
+        iterations[others] = solved_iterations
+        if unique_anchors:
+            coefficients[anchors, np.arange(anchors.size)] = 1.0
     elif method == "kl":
         timings["products"] = 0.0
         t1 = time.perf_counter()

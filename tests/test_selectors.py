@@ -1,0 +1,241 @@
+"""The three anchor selectors (fastanchors, rp, hybrid) behind StreamingTopicModel(anchor_method=...):
+planted anchors on separable corpora, the swimmer corpus of Ding et al., tracker persistence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from streamtopics import StreamingTopicModel
+from streamtopics.evaluation import matched_l1, matched_l1_per_topic
+from streamtopics.refresh import recover_topics, select_anchors
+from streamtopics.swimmer import swimmer_corpus, swimmer_limb_topics
+from streamtopics.synthetic import semi_synthetic, separable_topics
+from streamtopics.trackers import RandomProjectionTracker, n_projections_for_topics
+
+METHODS = ("fastanchors", "rp", "hybrid")
+
+
+def anchors_of(model, method):
+    """What model.refresh() would select with `method`, on the model's statistics and tracker."""
+    return select_anchors(model.statistics(), model.n_topics, model.min_document_frequency(),
+                          model.max_anchor_candidates, model.projection_dim, model.anchor_cleanup,
+                          model.seed, method=method, tracker=model.tracker, min_support=model.rp_min_support)
+
+
+# ------------------------------------------------------------------------------------------------
+# separable synthetic corpora: one anchor per true topic once M is large enough
+# ------------------------------------------------------------------------------------------------
+
+SV, SK = 1000, 20
+GRID = (250, 500, 750, 1000, 2000)
+# Smallest M of GRID from which a selector finds one planted anchor per topic at every later
+# size, on each of the three streams below (separable_topics(1000, 20, anchor_mass=0.05),
+# Dirichlet(0.1), 100-token documents, default options; the sizes are prefixes of one stream).
+# Measured, topics found on streams 0/1/2 at 250 / 500 / 750 (and every later size: 20/20/20):
+#   fastanchors  7/3/5   20/19/17  20/20/20  -> M = 750
+#   rp          15/16/13 20/18/19  20/20/20  -> M = 750
+#   hybrid      12/10/6  20/20/19  20/20/20  -> M = 750
+# At 500 the tracker selectors miss 0-2 topics per stream, fastanchors 0-3.  (On independent
+# samples of 300-750 documents rather than prefixes, rp and hybrid were complete from 500-600
+# documents, fastanchors from 750.)
+FOUND_FROM = {"fastanchors": 750, "rp": 750, "hybrid": 750}
+
+
+@pytest.fixture(scope="module")
+def separable():
+    truth = separable_topics(SV, SK, anchor_mass=0.05, seed=11)
+    owner = {int(a): k for k in range(SK) for a in truth.anchors[k]}
+    words = [f"w{i}" for i in range(SV)]
+    found = {m: np.zeros((3, len(GRID)), int) for m in METHODS}
+    for stream in range(3):
+        docs, _ = semi_synthetic(truth.topic_word, GRID[-1], alpha=0.1, doc_length=100, seed=stream)
+        model = StreamingTopicModel(SK, vocabulary=words, anchor_method="hybrid")  # keeps a tracker
+        seen = 0
+        for g, size in enumerate(GRID):
+            model.learn_many(docs[seen:size])
+            seen = size
+            for method in METHODS:
+                anchors = anchors_of(model, method)
+                assert len(set(anchors.tolist())) == SK
+                found[method][stream, g] = len({owner[int(a)] for a in anchors if int(a) in owner})
+    return truth, words, found
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_selector_finds_one_anchor_per_topic_once_m_is_large_enough(separable, method):
+    _, _, found = separable
+    perfect = (found[method] == SK).all(axis=0)  # per size, on every stream
+    first = next(GRID[g] for g in range(len(GRID)) if perfect[g:].all())
+    assert first == FOUND_FROM[method], found[method]
+    assert not perfect[0], "the smallest size should be too small for every selector"
+
+
+def test_every_method_runs_from_the_model(separable):
+    truth, words, _ = separable
+    docs, _ = semi_synthetic(truth.topic_word, 2000, alpha=0.1, doc_length=100, seed=5)
+    snapshots = {}
+    for method in METHODS:
+        model = StreamingTopicModel(SK, vocabulary=words, anchor_method=method)
+        model.learn_many(docs)
+        assert (model.tracker is None) == (method == "fastanchors")
+        snapshots[method] = model.refresh()
+    planted = sorted(words[a] for a in truth.anchors.ravel())
+    for method, snapshot in snapshots.items():
+        assert sorted(snapshot.anchors) == planted, method
+        assert matched_l1(truth.topic_word, snapshot.topic_word) < 0.5  # measured 0.42 (2,000 short documents)
+    # same anchors, same topics (the order of the columns may differ)
+    for method in ("rp", "hybrid"):
+        assert matched_l1(snapshots["fastanchors"].topic_word, snapshots[method].topic_word) < 1e-3
+
+
+def test_options_and_fallbacks(separable):
+    truth, words, _ = separable
+    with pytest.raises(ValueError):
+        StreamingTopicModel(SK, vocabulary=words, anchor_method="nope")
+    model = StreamingTopicModel(SK, vocabulary=words, anchor_method="rp")
+    assert model.tracker.n_projections == n_projections_for_topics(SK) == 256
+    assert StreamingTopicModel(SK, vocabulary=words, anchor_method="rp", n_projections=32).tracker.n_projections == 32
+    docs, _ = semi_synthetic(truth.topic_word, 1000, alpha=0.1, doc_length=100, seed=6)
+    model.learn_many(docs)
+    with pytest.raises(ValueError):
+        select_anchors(model.statistics(), SK, 5, method="rp")  # no tracker
+    # A tracker with 2 directions has at most 4 candidates: rp completes its groups with
+    # farthest-point steps, hybrid with the most frequent eligible words; both return K words.
+    tiny = RandomProjectionTracker(SV, n_projections=2, seed=0)
+    stats = model.statistics()
+    tiny.update(docs.indptr, docs.indices, docs.data, np.arange(docs.shape[0], dtype=np.uint64))
+    assert tiny.candidates().size <= 4
+    for method in ("rp", "hybrid"):
+        anchors = select_anchors(stats, SK, model.min_document_frequency(), 3000, 1000, True, 0,
+                                 method=method, tracker=tiny)
+        assert anchors.size == SK and np.unique(anchors).size == SK
+    # group-averaged anchor rows: groups of one word are the plain anchor rows
+    anchors = anchors_of(model, "rp")
+    plain = recover_topics(stats, anchors)
+    grouped = recover_topics(stats, anchors, anchor_groups=[[a] for a in anchors])
+    np.testing.assert_allclose(grouped.topic_word, plain.topic_word, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# the swimmer corpus (Ding et al. 6.2): linearly dependent extreme points
+# ------------------------------------------------------------------------------------------------
+
+
+def _limb_pixels(truth):
+    """Pixels that belong to some limb position (112 of them): a topic's own 7 pixels carry
+    weight 9 + 1/4 there, the other limbs' pixels 1/4 (the background)."""
+    return truth.max(axis=1) > 2 * truth.min(axis=1)
+
+
+def swimmer_topics_recovered(topic_word, truth):
+    """How many of the 16 limb topics are recovered, each matched to a distinct true limb.
+
+    Compared on the limb pixels only, renormalised.  The other 83% of every topic (background and
+    torso) is the same in all 16 topics and its split among the topics is not identifiable from
+    this corpus: the 256 images' proportions have rank 13 < 16, so e.g. moving mass t <= 1/16 of a
+    background pixel from the four positions of one limb to the four of another leaves every
+    image unchanged; RecoverL2 lands anywhere on that flat face, and the full-topic L1 error of
+    correctly anchored topics stays at 0.4-0.5 (measured up to M = 65,536) while the distance
+    between two true topics is 0.35.  On the limb pixels the true topics are 1.385 apart (L1,
+    every pair), so the threshold is half that: a matched estimate within 0.69 is nearer its own
+    true topic than any other (triangle inequality).  Measured: correctly anchored topics are at
+    0.42-0.54, topics from a non-limb anchor at 1.1-2.0.
+    """
+    limb = _limb_pixels(truth)
+    true_limb = truth[limb] / truth[limb].sum(axis=0)
+    estimate = topic_word[limb] / np.maximum(topic_word[limb].sum(axis=0), 1e-300)
+    distances = cdist(true_limb.T, true_limb.T, "cityblock")[~np.eye(16, dtype=bool)]
+    threshold = 0.5 * distances.min()
+    assert abs(threshold - 0.6923) < 1e-3
+    return int((matched_l1_per_topic(true_limb, estimate) < threshold).sum())
+
+
+@pytest.fixture(scope="module")
+def swimmer():
+    truth = swimmer_limb_topics()
+    words = [f"p{i}" for i in range(truth.shape[0])]
+    found = {}
+    for n_docs in (256, 1024):
+        docs = swimmer_corpus(n_docs=n_docs, seed=0)
+        for method in METHODS:
+            model = StreamingTopicModel(16, vocabulary=words, anchor_method=method)
+            model.learn_many(docs)
+            found[method, n_docs] = swimmer_topics_recovered(model.refresh().topic_word, truth)
+    return found
+
+
+def test_swimmer_rp_and_hybrid_recover_the_limbs(swimmer):
+    # 1,024 documents: every image four times with fresh noise (N = 200 pixels each), default
+    # options.  rp and hybrid anchor all 16 limb positions (measured on seeds 0-2: rp recovers
+    # 16/16/16 topics, hybrid 16/16/15); fastanchors anchors 14/14/13 limb positions (the rest are
+    # background or torso pixels) and recovers 15/14/14 topics (a topic anchored off the limbs
+    # can still land near the one limb left over).  Ding et al. report that Arora's selector
+    # fails here; ours mostly does not, once every image is seen a few times.
+    assert swimmer["rp", 1024] >= 15
+    assert swimmer["hybrid", 1024] >= 15
+    assert swimmer["rp", 1024] == 16 and swimmer["hybrid", 1024] == 16  # for the record
+    assert swimmer["fastanchors", 1024] == 15  # for the record: 14 limb anchors on this stream
+
+
+def test_swimmer_at_dings_size_for_the_record(swimmer):
+    # Ding et al.'s exact setting, 256 documents (each image once), default options: nobody
+    # reaches 15.  The default relative support (0.5% of the documents, so anchor_min_df rules:
+    # 12 documents) lets background pixels (in ~13% of the images) in as candidates, and their
+    # rows are too noisy.  Measured: with rp_min_support=0.15 (above the background pixels'
+    # document frequency, below the limb pixels' ~28%) rp and hybrid anchor 16/16 limbs on
+    # seeds 0-2 (hybrid 15 once) -- a data-specific setting, not used as a default.
+    assert swimmer["fastanchors", 256] == 0
+    assert swimmer["rp", 256] == 6
+    assert swimmer["hybrid", 256] == 3
+
+
+# ------------------------------------------------------------------------------------------------
+# the tracker lives in the model: save / load / resume / merge
+# ------------------------------------------------------------------------------------------------
+
+
+def test_tracker_save_load_resume_equals_uninterrupted(tmp_path, separable):
+    truth, words, _ = separable
+    docs, _ = semi_synthetic(truth.topic_word, 3000, alpha=0.1, doc_length=100, seed=7)
+    options = dict(vocabulary=words, anchor_method="rp", batch_size=211, refresh_every=1000)
+    whole = StreamingTopicModel(SK, **options)
+    whole.learn_many(docs)
+    final = whole.refresh()
+
+    part = StreamingTopicModel(SK, **options)
+    part.learn_many(docs[:1300])
+    part.save(tmp_path / "a.state")
+    part = StreamingTopicModel.load(tmp_path / "a.state")
+    assert part.anchor_method == "rp" and part.tracker is not None
+    part.learn_many(docs[1300:2500])
+    part.save(tmp_path / "b.state")
+    part = StreamingTopicModel.load(tmp_path / "b.state")
+    part.learn_many(docs[2500:])
+    resumed = part.refresh()
+
+    a, b = part.tracker, whole.tracker
+    assert (a.n_docs, a.seed, a.n_projections) == (b.n_docs, b.seed, b.n_projections) == (3000, 0, 256)
+    for name in ("S", "T", "U", "P"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    np.testing.assert_array_equal(part.statistics().packed, whole.statistics().packed)
+    assert resumed.to_json() == final.to_json()
+
+
+def test_merged_models_merge_their_trackers(separable):
+    truth, words, _ = separable
+    docs, _ = semi_synthetic(truth.topic_word, 1500, alpha=0.1, doc_length=100, seed=8)
+    whole = StreamingTopicModel(SK, vocabulary=words, anchor_method="hybrid")
+    whole.learn_many(docs)
+    left = StreamingTopicModel(SK, vocabulary=words, anchor_method="hybrid")
+    right = StreamingTopicModel(SK, vocabulary=words, anchor_method="hybrid")
+    left.learn_many(docs[:600])
+    right.learn_many(docs[600:])
+    left.merge(right)
+    whole.statistics()  # flushes the buffered documents into the sums
+    assert left.tracker.n_docs == whole.tracker.n_docs == 1500
+    for name in ("S", "T", "U", "P"):  # equal up to the order of the additions
+        np.testing.assert_allclose(getattr(left.tracker, name), getattr(whole.tracker, name), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        left.merge(StreamingTopicModel(SK, vocabulary=words))  # no tracker on one side
