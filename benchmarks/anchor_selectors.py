@@ -10,7 +10,7 @@
    semi-synthetic corpus of ``benchmarks/recovery_error.py`` (K = 20 topics fitted to UCI KOS,
    Dirichlet(0.03) proportions) at three sizes; also hybrid with 4x the default P.
 
-    python -m benchmarks.selectors [--docs 20000] [--select-docs 30000] [--sizes 2000,10000,50000]
+    python -m benchmarks.anchor_selectors [--docs 20000] [--select-docs 30000] [--sizes 2000,10000,50000]
 """
 
 from __future__ import annotations
