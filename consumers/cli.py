@@ -23,6 +23,7 @@ from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.state import CorruptStateError
 
 from . import builtin_corpus
+from .consume_command import consume
 from .replay import CheckpointError, Replay, model_path, read_checkpoint
 from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url, parse_time
 
@@ -624,6 +625,8 @@ def bench(source, format_, text_fields, id_field, time_field, time_format, from_
         click.echo(f"{stage:<56} {seconds:>8.3f} {len(docs) / seconds:>10,.0f}")
     click.echo(f"{'refresh (anchors + recovery + alignment)':<56} {refresh_s:>8.3f} {'':>10}")
 
+
+main.add_command(consume)  # the Kafka consumer service (consumers/consume_command.py)
 
 if __name__ == "__main__":
     main()

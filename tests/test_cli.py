@@ -121,7 +121,7 @@ def test_help_documents_exit_codes():
     assert result.returncode == 0
     for line in ("0    success", "1    runtime failure", "2    usage error or bad input", "130  interrupted"):
         assert line in result.stdout
-    for command in ("replay", "demo", "topics", "events", "infer", "produce", "bench"):
+    for command in ("replay", "consume", "demo", "topics", "events", "infer", "produce", "bench"):
         assert command in result.stdout
 
 
