@@ -1,0 +1,264 @@
+"""Prometheus metrics of a running topic model, one registry per monitoring service.
+
+:class:`ServiceMetrics` keeps the latest totals a stream reports (documents absorbed, rejections
+by reason, refreshes, consumer lag, ...) and exposes them through its own
+:class:`prometheus_client.CollectorRegistry`, so several services in one process never clash and
+tests read exactly one service's numbers. Totals are *set*, not incremented: the model and the
+Kafka consumer already keep them (and restore them from checkpoints), so the exported counters
+are the model's own counts, exact after a restart too.
+
+Feed it from whatever runs the stream, on the thread that runs it:
+
+* :meth:`ServiceMetrics.update_from_model` reads a
+  :class:`~streamtopics.StreamingTopicModel` (``documents_absorbed``, ``rejections``,
+  ``last_refresh``, ``snapshot.version``, ``len(vocabulary)``);
+* :meth:`ServiceMetrics.update_from_consumer` reads the dict of
+  :meth:`consumers.kafka_consumer.ConsumerMetrics.as_dict` (lag per partition included);
+* :meth:`ServiceMetrics.observe_snapshot` counts a snapshot seen in a snapshot directory.
+
+Exported families (all prefixed ``streamtopics_``)::
+
+    documents_absorbed_total            counter
+    documents_rejected_total{reason}    counter
+    ingest_rate_documents_per_second    gauge   (over the last ``window_seconds``)
+    refreshes_total                     counter
+    refresh_duration_seconds            histogram (one observation per refresh whose duration is known)
+    last_refresh_duration_seconds       gauge
+    consumer_lag_messages{partition}    gauge
+    consumer_lag_messages_total         gauge   (sum over partitions)
+    snapshot_version                    gauge
+    snapshot_age_seconds                gauge   (wall time since the latest snapshot arrived)
+    topics                              gauge
+    vocabulary_size                     gauge
+    stalled                             gauge   (1 when the source stopped sending heartbeats)
+    memory_resident_bytes               gauge   (plus process_* from prometheus_client on Linux)
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+import time
+from collections import deque
+from typing import Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+PREFIX = "streamtopics"
+REFRESH_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def resident_memory_bytes() -> int:
+    """This process's resident set size (Linux: /proc/self/statm; elsewhere the peak RSS)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+class ServiceMetrics:
+    """The numbers one monitoring service exposes (thread-safe: the stream's thread writes,
+    the HTTP server's thread reads).
+
+    >>> m = ServiceMetrics()
+    >>> m.update(documents_absorbed=10, rejected={"empty": 2}, lag={"news-0": 5})
+    >>> m.as_dict()["total_lag"], m.as_dict()["documents_rejected"]
+    (5, 2)
+    >>> b"streamtopics_documents_absorbed_total 10.0" in m.render()
+    True
+    """
+
+    def __init__(self, window_seconds: float = 10.0, process_metrics: bool = True):
+        self._lock = threading.Lock()
+        self.window_seconds = float(window_seconds)
+        self.started = time.time()
+        self.documents_absorbed = 0
+        self.rejected: dict[str, int] = {}
+        self.refreshes = 0
+        self.last_refresh_seconds: float | None = None
+        self.lag: dict[str, int] = {}
+        self.snapshot_version: int | None = None
+        self.snapshot_time: float | None = None  # wall clock (time.time) the latest snapshot arrived
+        self.n_topics: int | None = None
+        self.vocabulary_size: int | None = None
+        self.stalled = False
+        self._bucket_counts = [0] * (len(REFRESH_BUCKETS) + 1)
+        self._duration_sum = 0.0
+        self._duration_count = 0
+        self._refresh_seen: int | None = None  # version whose duration was last observed
+        self._samples: deque = deque()  # (monotonic time, documents absorbed)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+        if process_metrics:
+            try:
+                ProcessCollector(registry=self.registry)
+            except ValueError:  # pragma: no cover - duplicate names on exotic platforms
+                pass
+
+    # ------------------------------------------------------------------ writers
+    def update(self, *, documents_absorbed: int | None = None, rejected: Mapping[str, int] | None = None,
+               refreshes: int | None = None, refresh_seconds: float | None = None,
+               snapshot_version: int | None = None, n_topics: int | None = None,
+               vocabulary_size: int | None = None, lag: Mapping | None = None) -> None:
+        """Set the totals given (others keep their values). ``refresh_seconds`` is the duration
+        of the refresh that produced ``snapshot_version``; it is observed once per version."""
+        with self._lock:
+            now = time.monotonic()
+            if documents_absorbed is not None:
+                self.documents_absorbed = int(documents_absorbed)
+                self._samples.append((now, self.documents_absorbed))
+                while len(self._samples) > 2 and now - self._samples[1][0] > self.window_seconds:
+                    self._samples.popleft()
+            if rejected is not None:
+                self.rejected = {str(k): int(v) for k, v in rejected.items()}
+            if snapshot_version is not None and snapshot_version != self.snapshot_version:
+                self.snapshot_version = int(snapshot_version)
+                self.snapshot_time = time.time()
+            if refresh_seconds is not None and self._refresh_seen != self.snapshot_version:
+                self._refresh_seen = self.snapshot_version
+                self._observe(float(refresh_seconds))
+            if refreshes is not None:
+                self.refreshes = int(refreshes)
+            if n_topics is not None:
+                self.n_topics = int(n_topics)
+            if vocabulary_size is not None:
+                self.vocabulary_size = int(vocabulary_size)
+            if lag is not None:
+                self.lag = {str(k): int(v) for k, v in lag.items()}
+
+    def _observe(self, seconds: float) -> None:
+        self.last_refresh_seconds = seconds
+        self._duration_sum += seconds
+        self._duration_count += 1
+        for i, bound in enumerate(REFRESH_BUCKETS):
+            if seconds <= bound:
+                self._bucket_counts[i] += 1
+                return
+        self._bucket_counts[-1] += 1
+
+    def update_from_model(self, model, lag: Mapping | None = None) -> None:
+        """Read a :class:`~streamtopics.StreamingTopicModel` (call it on the thread that feeds
+        the model). Refreshes are counted by snapshot version (the model numbers them 1, 2, ...)."""
+        snapshot = model.snapshot
+        version = None if snapshot is None else snapshot.version
+        refresh_s = (model.last_refresh or {}).get("total_s") if snapshot is not None else None
+        self.update(documents_absorbed=model.documents_absorbed, rejected=dict(model.rejections),
+                    refreshes=version or 0, refresh_seconds=refresh_s, snapshot_version=version,
+                    n_topics=None if snapshot is None else snapshot.n_topics,
+                    vocabulary_size=None if model.vocabulary is None else len(model.vocabulary), lag=lag)
+
+    def update_from_consumer(self, values: Mapping) -> None:
+        """Read :meth:`consumers.kafka_consumer.ConsumerMetrics.as_dict` (documents absorbed,
+        rejections, refreshes, last refresh duration, snapshot version, lag per partition)."""
+        self.update(documents_absorbed=values.get("documents_absorbed"), rejected=values.get("rejected"),
+                    refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
+                    refresh_seconds=values.get("last_refresh_seconds"), lag=values.get("lag"))
+
+    def observe_snapshot(self, version: int, documents_seen: int, n_topics: int, vocabulary_size: int) -> None:
+        """A snapshot read from a snapshot directory: one more refresh, documents up to date."""
+        with self._lock:
+            self.refreshes += 1
+        self.update(documents_absorbed=documents_seen, snapshot_version=version, n_topics=n_topics,
+                    vocabulary_size=vocabulary_size)
+
+    def set_stalled(self, stalled: bool) -> None:
+        with self._lock:
+            self.stalled = bool(stalled)
+
+    # ------------------------------------------------------------------ readers
+    def ingest_rate(self) -> float:
+        """Documents absorbed per second over the last ``window_seconds`` (0 if idle)."""
+        with self._lock:
+            return self._rate_locked()
+
+    def _rate_locked(self) -> float:
+        if len(self._samples) < 2:
+            return 0.0
+        (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
+        if time.monotonic() - t1 > self.window_seconds:  # nothing new for a whole window
+            return 0.0
+        return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def as_dict(self) -> dict:
+        """A JSON-ready summary (what the dashboard shows)."""
+        with self._lock:
+            return {
+                "uptime_seconds": time.time() - self.started,
+                "documents_absorbed": self.documents_absorbed,
+                "documents_rejected": sum(self.rejected.values()),
+                "rejected": dict(self.rejected),
+                "ingest_rate": self._rate_locked(),
+                "refreshes": self.refreshes,
+                "last_refresh_seconds": self.last_refresh_seconds,
+                "snapshot_version": self.snapshot_version,
+                "snapshot_age_seconds": None if self.snapshot_time is None else time.time() - self.snapshot_time,
+                "n_topics": self.n_topics,
+                "vocabulary_size": self.vocabulary_size,
+                "lag": dict(self.lag),
+                "total_lag": sum(self.lag.values()),
+                "stalled": self.stalled,
+                "memory_bytes": resident_memory_bytes(),
+            }
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format (:data:`CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
+
+class _Collector:
+    """Turns a :class:`ServiceMetrics` into metric families at scrape time."""
+
+    def __init__(self, metrics: ServiceMetrics):
+        self.metrics = metrics
+
+    def describe(self) -> Iterable:
+        return []
+
+    def collect(self) -> Iterable:
+        m = self.metrics
+        rate = m.ingest_rate()
+        with m._lock:
+            def gauge(name, doc, value, labels=None, samples=()):
+                family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+                if labels is None:
+                    if value is not None:
+                        family.add_metric([], float(value))
+                else:
+                    for key, v in samples:
+                        family.add_metric([key], float(v))
+                return family
+
+            yield CounterMetricFamily(f"{PREFIX}_documents_absorbed", "Documents absorbed into the statistics.",
+                                      value=m.documents_absorbed)
+            rejected = CounterMetricFamily(f"{PREFIX}_documents_rejected", "Documents rejected, by reason.",
+                                           labels=["reason"])
+            for reason, n in sorted(m.rejected.items()):
+                rejected.add_metric([reason], n)
+            yield rejected
+            yield gauge("ingest_rate_documents_per_second",
+                        f"Documents absorbed per second over the last {m.window_seconds:g} s.", rate)
+            yield CounterMetricFamily(f"{PREFIX}_refreshes", "Refreshes (snapshots published).", value=m.refreshes)
+            buckets = []
+            cumulative = 0
+            for bound, n in zip(REFRESH_BUCKETS + (float("inf"),), m._bucket_counts):
+                cumulative += n
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+            yield HistogramMetricFamily(f"{PREFIX}_refresh_duration_seconds", "Wall time of each refresh.",
+                                        buckets=buckets, sum_value=m._duration_sum)
+            yield gauge("last_refresh_duration_seconds", "Wall time of the latest refresh.", m.last_refresh_seconds)
+            yield gauge("consumer_lag_messages", "Messages behind the end of each partition.", None,
+                        labels=["partition"], samples=sorted(m.lag.items()))
+            yield gauge("consumer_lag_messages_total", "Messages behind, over all partitions.", sum(m.lag.values()))
+            yield gauge("snapshot_version", "Version of the latest snapshot.", m.snapshot_version)
+            yield gauge("snapshot_age_seconds", "Seconds since the latest snapshot arrived.",
+                        None if m.snapshot_time is None else time.time() - m.snapshot_time)
+            yield gauge("topics", "Topics in the latest snapshot.", m.n_topics)
+            yield gauge("vocabulary_size", "Words in the model's vocabulary.", m.vocabulary_size)
+            yield gauge("stalled", "1 when the stream stopped reporting (see readiness).", int(m.stalled))
+        yield gauge("memory_resident_bytes", "Resident memory of this process.", resident_memory_bytes())

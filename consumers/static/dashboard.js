@@ -1,0 +1,302 @@
+// streamtopics dashboard: polls the read-only JSON API once a second and redraws in place.
+// Vanilla JS, no dependencies, no network access beyond this service. Text from the stream is
+// only ever inserted with textContent (never innerHTML).
+"use strict";
+(function () {
+  const POLL_MS = 1000;
+  const PALETTE = ["#3566d6", "#1f9d63", "#d98a00", "#9b59b6", "#d64545", "#1a9bb0", "#c2548f",
+                   "#6b8e23", "#8c6d31", "#5b6bd6", "#e07b39", "#2f8f83"];
+  const SVG = "http://www.w3.org/2000/svg";
+  const fmt = new Intl.NumberFormat("en-US");
+  const fmt1 = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  const state = { version: null, rates: [], token: null, history: [] };
+
+  // --- token from the URL fragment (never sent to the server), kept for this tab
+  (function takeToken() {
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash || "");
+    if (m) {
+      sessionStorage.setItem("streamtopics-token", decodeURIComponent(m[1]));
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    state.token = sessionStorage.getItem("streamtopics-token");
+  })();
+
+  const $ = (id) => document.getElementById(id);
+  // colours stay with a topic id; the ten most prevalent topics never share one
+  const colours = new Map();
+  const color = (id) => colours.get(id) || PALETTE[((id % PALETTE.length) + PALETTE.length) % PALETTE.length];
+  function assignColours(topIds) {
+    const used = new Set();
+    for (const id of topIds) {
+      const c = colours.get(id);
+      if (c && !used.has(c)) used.add(c); else colours.delete(id);
+    }
+    for (const id of topIds) {
+      if (colours.has(id)) continue;
+      const preferred = PALETTE[id % PALETTE.length];
+      const c = used.has(preferred) ? PALETTE.find((x) => !used.has(x)) || preferred : preferred;
+      colours.set(id, c);
+      used.add(c);
+    }
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+    }
+    for (const c of children) if (c != null) node.append(c);
+    return node;
+  }
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    return node;
+  }
+  function setText(id, text) { const n = $(id); if (n.textContent !== text) n.textContent = text; }
+
+  async function api(path) {
+    const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
+    const r = await fetch(path, { headers, cache: "no-store" });
+    if (r.status === 401) { $("auth").classList.remove("hidden"); throw new Error("unauthorised"); }
+    if (r.status === 503) return null;
+    if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+    return r.json();
+  }
+
+  function bytes(n) {
+    if (n == null) return "–";
+    const units = ["B", "KB", "MB", "GB", "TB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return fmt1.format(n) + " " + units[i];
+  }
+  function seconds(s) {
+    if (s == null) return "–";
+    if (s < 1) return Math.round(s * 1000) + " ms";
+    if (s < 90) return fmt1.format(s) + " s";
+    return fmt1.format(s / 60) + " min";
+  }
+  function ago(s) { return s == null ? "" : seconds(s) + " ago"; }
+  function streamTime(t) {
+    if (t == null) return "";
+    return new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+  }
+
+  // --- status: every poll
+  function renderStatus(st) {
+    const m = st.metrics || {};
+    const pill = $("state-pill");
+    let cls = "pill-wait", text = "waiting for a snapshot";
+    if (st.stalled) { cls = "pill-bad"; text = "stalled"; }
+    else if (st.ready && st.finished) { cls = "pill-ok"; text = "finished · ready"; }
+    else if (st.ready) { cls = "pill-ok"; text = "live · ready"; }
+    pill.className = "pill " + cls;
+    pill.textContent = text;
+    setText("subtitle", (st.title || "streamtopics") + " · " + (st.source === "directory" ? "snapshot directory" : "live stream")
+      + (st.stream_time != null ? " · stream time " + streamTime(st.stream_time) : ""));
+    setText("version", st.version == null ? "–" : String(st.version));
+    setText("snapshot-age", m.snapshot_age_seconds == null ? "" : "published " + ago(m.snapshot_age_seconds));
+    setText("documents", fmt.format(m.documents_absorbed || 0));
+    setText("rejected", fmt.format(m.documents_rejected || 0) + " rejected");
+    setText("rate", fmt.format(Math.round(m.ingest_rate || 0)));
+    setText("lag", fmt.format(m.total_lag || 0));
+    const parts = Object.keys(m.lag || {}).length;
+    setText("lag-note", parts ? parts + " partition" + (parts > 1 ? "s" : "") : "no partitions");
+    setText("refresh", seconds(m.last_refresh_seconds));
+    setText("refreshes", fmt.format(m.refreshes || 0) + " refreshes");
+    setText("topics-count", m.n_topics == null ? "–" : String(m.n_topics));
+    setText("vocab", m.vocabulary_size == null ? "" : fmt.format(m.vocabulary_size) + " words");
+    setText("memory", bytes(m.memory_bytes));
+    setText("updated", "updated " + new Date().toLocaleTimeString());
+
+    state.rates.push(m.ingest_rate || 0);
+    if (state.rates.length > 120) state.rates.shift();
+    lineChart($("throughput-chart"), [{ values: state.rates.map((v, i) => [i, v]), color: "#3566d6", area: true }],
+      { width: 320, height: 110, xTicks: false });
+    table($("lag-table"), Object.entries(m.lag || {}).sort(), "no partitions reported");
+    table($("rejected-table"), Object.entries(m.rejected || {}).sort((a, b) => b[1] - a[1]), "none");
+  }
+
+  function table(body, rows, emptyText) {
+    body.replaceChildren();
+    if (!rows.length) { body.append(el("tr", {}, el("td", { class: "empty", colspan: "2", text: emptyText }))); return; }
+    for (const [k, v] of rows) body.append(el("tr", {}, el("td", { text: k }), el("td", { class: "num", text: fmt.format(v) })));
+  }
+
+  // --- a small SVG line chart: series = [{values: [[x, y]...], color, faint, title, area}]
+  function lineChart(container, series, opt) {
+    const W = opt.width || 800, H = opt.height || 260, L = opt.left || 38, R = 10, T = 8, B = opt.xTicks === false ? 8 : 22;
+    let xs = [], ys = [0];
+    for (const s of series) for (const [x, y] of s.values) { xs.push(x); ys.push(y); }
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
+    if (!xs.length) { container.replaceChildren(root); return; }
+    const x0 = Math.min(...xs), x1 = Math.max(...xs) || 1, y1 = Math.max(...ys) * 1.08 || 1;
+    const sx = (x) => L + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - L - R);
+    const sy = (y) => T + (1 - y / y1) * (H - T - B);
+    for (let i = 0; i <= 4; i++) {
+      const v = (y1 / 4) * i, y = sy(v);
+      root.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y, y2: y }));
+      const label = svg("text", { class: "tick", x: L - 4, y: y + 3, "text-anchor": "end" });
+      label.textContent = opt.percent ? Math.round(v * 100) + "%" : y1 >= 20 ? fmt.format(Math.round(v)) : fmt1.format(v);
+      root.append(label);
+    }
+    if (opt.xTicks !== false) {
+      for (let i = 0; i <= 4; i++) {
+        const v = x0 + ((x1 - x0) / 4) * i;
+        const t = svg("text", { class: "tick", x: sx(v), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" });
+        t.textContent = opt.xLabel ? opt.xLabel(v) : fmt.format(Math.round(v));
+        root.append(t);
+      }
+    }
+    for (const s of series) {
+      if (!s.values.length) continue;
+      const d = s.values.map(([x, y], i) => (i ? "L" : "M") + sx(x).toFixed(1) + " " + sy(y).toFixed(1)).join(" ");
+      if (s.area) {
+        const a = d + ` L${sx(s.values[s.values.length - 1][0]).toFixed(1)} ${sy(0)} L${sx(s.values[0][0]).toFixed(1)} ${sy(0)} Z`;
+        root.append(svg("path", { d: a, fill: s.color, opacity: "0.12" }));
+      }
+      const path = svg("path", { d, class: "series" + (s.faint ? " faint" : ""), stroke: s.color });
+      if (s.title) { const t = svg("title", {}); t.textContent = s.title; path.append(t); }
+      root.append(path);
+      if (s.values.length === 1) {
+        const [x, y] = s.values[0];
+        root.append(svg("circle", { cx: sx(x), cy: sy(y), r: 3, fill: s.color }));
+      }
+    }
+    container.replaceChildren(root);
+  }
+
+  function sparkline(values, c) {
+    const W = 110, H = 28;
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "spark", "aria-label": "prevalence trend" });
+    if (values.length < 2) {
+      if (values.length === 1) root.append(svg("circle", { cx: W - 3, cy: H / 2, r: 2.5, fill: c }));
+      return root;
+    }
+    const max = Math.max(...values) || 1, min = Math.min(...values);
+    const span = max - min || max || 1;
+    const pts = values.map((v, i) => [(i / (values.length - 1)) * (W - 4) + 2, H - 3 - ((v - min) / span) * (H - 6)]);
+    const d = pts.map(([x, y], i) => (i ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1)).join(" ");
+    root.append(svg("path", { d: d + ` L${W - 2} ${H} L2 ${H} Z`, fill: c, opacity: "0.15" }));
+    root.append(svg("path", { d, fill: "none", stroke: c, "stroke-width": "1.6" }));
+    const [lx, ly] = pts[pts.length - 1];
+    root.append(svg("circle", { cx: lx, cy: ly, r: 2.2, fill: c }));
+    return root;
+  }
+
+  // --- snapshot-driven views: only when the version changes
+  function renderTopics(snap, history, previousIds) {
+    const topics = [...snap.topics].sort((a, b) => b.prevalence - a.prevalence);
+    const maxPrev = Math.max(...topics.map((t) => t.prevalence), 1e-9);
+    const cards = topics.map((t, rank) => {
+      const c = color(t.id);
+      const trend = history.map((h) => h.prevalence[String(t.id)]).filter((v) => v != null).slice(-60);
+      const bar = el("span");
+      bar.style.width = ((t.prevalence / maxPrev) * 100).toFixed(1) + "%";
+      const words = el("div", { class: "words" },
+        ...t.top_words.map(([w], i) => el("span", { class: "word" + (i < 3 ? " strong" : ""), text: w })));
+      const card = el("article", { class: "card topic-card", "data-topic": String(t.id) },
+        el("div", { class: "card-head" },
+          el("span", { class: "card-id", text: "#" + t.id }),
+          el("span", { class: "card-anchor", title: "anchor word", text: t.anchor }),
+          el("span", { class: "muted", text: "rank " + (rank + 1) })),
+        el("div", { class: "card-row" },
+          el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%" }),
+          sparkline(trend, c)),
+        el("div", { class: "bar" }, bar),
+        words);
+      card.style.setProperty("--c", c);
+      if (previousIds && !previousIds.has(t.id)) card.classList.add("new");
+      return card;
+    });
+    $("topics").replaceChildren(...cards);
+    setText("topics-note", `${snap.n_topics} topics · v${snap.version} · ${fmt.format(snap.documents_seen)} documents`);
+  }
+
+  function renderChart(snap, history) {
+    const useTime = history.length > 0 && history.every((h) => h.stream_time != null);
+    const xOf = (h) => (useTime ? h.stream_time : h.documents_seen);
+    const ranked = [...snap.topics].sort((a, b) => b.prevalence - a.prevalence);
+    const strong = new Set(ranked.slice(0, 10).map((t) => t.id));
+    const ids = new Set(history.flatMap((h) => Object.keys(h.prevalence).map(Number)));
+    const series = [...ids].map((id) => {
+      const topic = snap.topics.find((t) => t.id === id);
+      return {
+        values: history.filter((h) => h.prevalence[String(id)] != null).map((h) => [xOf(h), h.prevalence[String(id)]]),
+        color: strong.has(id) ? color(id) : "#9aa4b2", faint: !strong.has(id),
+        title: "#" + id + (topic ? " " + topic.anchor : " (gone)"),
+      };
+    }).sort((a, b) => (a.faint === b.faint ? 0 : a.faint ? -1 : 1));
+    lineChart($("prevalence-chart"), series, {
+      width: 820, height: 250, percent: true,
+      xLabel: useTime ? (v) => streamTime(v).slice(0, 10) : (v) => fmt.format(Math.round(v)),
+    });
+    setText("chart-axis", (useTime ? "x: stream time" : "x: documents seen") + ` · ${history.length} snapshots`);
+    $("legend").replaceChildren(...ranked.slice(0, 10).map((t) => {
+      const sw = el("span", { class: "swatch" });
+      sw.style.background = color(t.id);
+      return el("span", { class: "legend-item" }, sw, el("span", { text: "#" + t.id + " " + t.anchor }));
+    }));
+  }
+
+  function renderEvents(events, snap) {
+    const anchors = new Map(snap.topics.map((t) => [t.id, t.anchor]));
+    const list = $("events");
+    const items = [...events].reverse().map((e) => {
+      let title, detail = "";
+      if (e.type === "birth") title = `Topic #${e.topic} born` + (e.anchor ? ` · ${e.anchor}` : "");
+      else if (e.type === "death") title = `Topic #${e.topic} died`;
+      else {
+        title = `Topic #${e.topic} changed` + (anchors.has(e.topic) ? ` · ${anchors.get(e.topic)}` : "");
+        if (e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after) detail = `anchor ${e.anchor_before} → ${e.anchor_after}`;
+        if (e.distance != null) detail += (detail ? " · " : "") + "moved " + Number(e.distance).toFixed(2);
+      }
+      const meta = `v${e.version} · ${fmt.format(e.documents_seen)} docs` + (e.stream_time != null ? " · " + streamTime(e.stream_time) : "");
+      return el("li", { class: "ev ev-" + e.type },
+        el("span", { class: "dot" }),
+        el("div", {}, el("div", { class: "ev-title", text: title }),
+          detail ? el("div", { class: "ev-meta", text: detail }) : null,
+          el("div", { class: "ev-meta", text: meta })));
+    });
+    if (!items.length) items.push(el("li", { class: "empty", text: "no events yet" }));
+    list.replaceChildren(...items);
+    setText("events-count", events.length ? events.length + " latest" : "");
+  }
+
+  async function refreshSnapshot() {
+    const [snap, hist, ev] = await Promise.all([
+      api("/api/snapshot?top_n=10"), api("/api/history?limit=300"), api("/api/events?limit=80"),
+    ]);
+    if (!snap) return false;
+    assignColours([...snap.topics].sort((a, b) => b.prevalence - a.prevalence).slice(0, 10).map((t) => t.id));
+    const previousIds = state.version == null ? null : new Set(state.ids || []);
+    const history = (hist && hist.versions) || [];
+    renderTopics(snap, history, previousIds);
+    renderChart(snap, history);
+    renderEvents((ev && ev.events) || [], snap);
+    state.ids = snap.topics.map((t) => t.id);
+    state.version = snap.version;
+    document.body.dataset.version = String(snap.version);
+    return true;
+  }
+
+  async function tick() {
+    try {
+      const st = await api("/api/status");
+      renderStatus(st);
+      if (st.version != null && st.version !== state.version) await refreshSnapshot();
+      $("error").classList.add("hidden");
+      $("auth").classList.add("hidden");
+    } catch (err) {
+      if (String(err.message) !== "unauthorised") {
+        const box = $("error");
+        box.textContent = "Cannot reach the service (" + err.message + "); retrying…";
+        box.classList.remove("hidden");
+      }
+    } finally {
+      setTimeout(tick, POLL_MS);
+    }
+  }
+  tick();
+})();

@@ -1,0 +1,60 @@
+"""Figures from a snapshot directory: prevalence over stream time and top words per topic."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from consumers.plots import plot_snapshots
+from streamtopics import StreamingTopicModel
+from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
+
+N_WORDS, N_TOPICS = 50, 4
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """Four snapshots of a stream, with stream times one day apart."""
+    out = tmp_path_factory.mktemp("run")
+    topics = separable_topics(N_WORDS, N_TOPICS, anchors_per_topic=2, seed=4)
+    documents = sample_documents(topics.topic_word, topic_proportions(2000, N_TOPICS, alpha=0.3, seed=5), 40, seed=6)
+    model = StreamingTopicModel(N_TOPICS, vocabulary=[f"word{i}" for i in range(N_WORDS)], anchor_min_df=5)
+    for i in range(4):
+        model.learn_many(documents[i * 500:(i + 1) * 500])
+        snapshot = model.refresh(stream_time=1.7e9 + 86400 * i)
+        snapshot.save(out / f"snapshot-{snapshot.version:06d}.json")
+    (out / "checkpoint.json").write_text("{}")
+    return out
+
+
+def test_prevalence_png_and_svg(run_dir, tmp_path):
+    png = plot_snapshots(run_dir, tmp_path / "prevalence.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    svg = plot_snapshots(run_dir, tmp_path / "figs" / "prevalence.svg", kind="prevalence")
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    text = svg.read_text()
+    assert "stream time" in text and "#0" in text  # text stays text in SVG
+
+
+def test_top_words_png_and_svg(run_dir, tmp_path):
+    png = plot_snapshots(run_dir, tmp_path / "topics.png", kind="top_words", top_n=5)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    one_file = sorted(run_dir.glob("snapshot-*.json"))[0]
+    svg = plot_snapshots(one_file, tmp_path / "topics.svg", kind="top_words", top_n=3)
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+
+
+def test_bad_arguments(run_dir, tmp_path):
+    with pytest.raises(ValueError):
+        plot_snapshots(run_dir, tmp_path / "x.png", kind="pie")
+    with pytest.raises(ValueError):
+        plot_snapshots(run_dir, tmp_path / "x.gif")
+    with pytest.raises(ValueError):
+        plot_snapshots(run_dir, tmp_path / "x.png", kind="top_words", top_n=0)
+    with pytest.raises(FileNotFoundError):
+        plot_snapshots(tmp_path / "missing", tmp_path / "x.png")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError):
+        plot_snapshots(tmp_path / "empty", tmp_path / "x.png")

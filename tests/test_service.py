@@ -1,0 +1,367 @@
+"""The monitoring service: every endpoint, readiness, 4xx answers, the token, Prometheus metrics."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import httpx
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+with warnings.catch_warnings():  # starlette asks for httpx2 in its test client; httpx still works
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+from consumers.metrics import ServiceMetrics
+from consumers.service import (
+    MAX_LIMIT, MAX_TOP_N, LiveSource, SnapshotDirectorySource, create_app, openapi_schema, parse_address,
+    serve_in_thread,
+)
+from streamtopics import StreamingTopicModel
+from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
+
+N_WORDS, N_TOPICS = 60, 4
+TOKEN = "s3cret-token-for-tests"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    topics = separable_topics(N_WORDS, N_TOPICS, anchors_per_topic=2, seed=1)
+    proportions = topic_proportions(3000, N_TOPICS, alpha=0.3, seed=2)
+    return sample_documents(topics.topic_word, proportions, 40, seed=3)
+
+
+def new_model() -> StreamingTopicModel:
+    return StreamingTopicModel(N_TOPICS, vocabulary=[f"w{i}" for i in range(N_WORDS)], anchor_min_df=5)
+
+
+def metric_samples(text: str) -> dict:
+    """{(sample name, sorted labels): value} from Prometheus text format."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+@pytest.fixture
+def live(corpus):
+    """A LiveSource over a model that has absorbed 1,000 documents but not refreshed yet."""
+    model = new_model()
+    source = LiveSource(stall_after=30)
+    model.learn_many(corpus[:1000])
+    source.update_metrics(model=model)
+    return model, source
+
+
+def publish(model, source, documents):
+    model.learn_many(documents)
+    snapshot = model.refresh()
+    source.publish(snapshot)
+    source.update_metrics(model=model)
+    return snapshot
+
+
+# ----------------------------------------------------------------------------- health, readiness
+def test_health_and_readiness_follow_the_live_stream(live, corpus):
+    model, source = live
+    client = TestClient(create_app(source))
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["reasons"] == ["no snapshot yet"]
+    assert client.get("/api/snapshot").status_code == 503
+    assert client.get("/api/topics/0").status_code == 503
+
+    publish(model, source, corpus[1000:1500])
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["ready"] and ready.json()["version"] == 1
+
+    source.stall_after = 0.05  # no heartbeat for longer than this: stalled, not ready
+    time.sleep(0.1)
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["stalled"]
+    assert "stalled" in ready.json()["reasons"][0]
+    assert client.get("/healthz").status_code == 200  # still alive
+    source.heartbeat()
+    assert client.get("/readyz").status_code == 200
+    source.finish()  # an ended stream is never stalled
+    time.sleep(0.1)
+    assert client.get("/readyz").json() == {**client.get("/readyz").json(), "ready": True, "finished": True}
+
+
+def test_directory_source_readiness_changes_as_snapshots_appear(tmp_path, corpus):
+    source = SnapshotDirectorySource(tmp_path, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    assert client.get("/readyz").status_code == 503
+    assert client.get("/api/status").json()["version"] is None
+
+    model = new_model()
+    model.learn_many(corpus[:1000])
+    model.refresh().save(tmp_path / "snapshot-000001.json")
+    (tmp_path / "checkpoint.json").write_text("{}")  # other files are ignored
+    assert client.get("/readyz").status_code == 200
+    assert client.get("/api/snapshot").json()["version"] == 1
+
+    model.learn_many(corpus[1000:2000])
+    model.refresh().save(tmp_path / "snapshot-000002.json")
+    snap = client.get("/api/snapshot").json()
+    assert snap["version"] == 2 and snap["documents_seen"] == 2000
+    history = client.get("/api/history").json()["versions"]
+    assert [h["version"] for h in history] == [1, 2]
+    births = client.get("/api/events", params={"type": "birth"}).json()["events"]
+    assert len(births) == N_TOPICS and {e["version"] for e in births} == {1}
+
+    # an unreadable file is skipped and reported, the rest keeps working
+    (tmp_path / "snapshot-000003.json").write_text("{not json")
+    assert client.get("/api/snapshot").json()["version"] == 2
+    assert "snapshot-000003.json" in source.unreadable
+
+    # stalled: no new snapshot file for longer than stall_after
+    source.stall_after = 0.01
+    time.sleep(0.05)
+    assert client.get("/readyz").status_code == 503
+
+    # a run started over in the same directory: the source starts over too
+    for f in tmp_path.glob("snapshot-*.json"):
+        f.unlink()
+    source.stall_after = None
+    assert client.get("/readyz").status_code == 503
+    assert client.get("/api/history").json()["versions"] == []
+
+
+def test_directory_source_only_polls_now_and_then(tmp_path, corpus):
+    source = SnapshotDirectorySource(tmp_path, min_poll_interval=60)
+    client = TestClient(create_app(source))
+    assert client.get("/readyz").status_code == 503  # first request polls
+    model = new_model()
+    model.learn_many(corpus[:500])
+    model.refresh().save(tmp_path / "snapshot-000001.json")
+    assert client.get("/readyz").status_code == 503  # within the interval: not re-read
+    source.poll(force=True)
+    assert client.get("/readyz").status_code == 200
+
+
+# ----------------------------------------------------------------------------- the JSON API
+@pytest.fixture
+def served(live, corpus):
+    model, source = live
+    publish(model, source, corpus[1000:1500])
+    model.learn_one("")  # a rejection
+    publish(model, source, corpus[1500:2500])
+    return model, source, TestClient(create_app(source))
+
+
+def test_snapshot_lists_top_words_and_caps_top_n(served):
+    model, source, client = served
+    body = client.get("/api/snapshot", params={"top_n": 3}).json()
+    assert body["version"] == 2 and body["n_topics"] == N_TOPICS and body["vocabulary_size"] == N_WORDS
+    assert body["documents_seen"] == 2500
+    expected = model.snapshot.top_words(3)
+    for topic in body["topics"]:
+        assert [w for w, _ in topic["top_words"]] == [w for w, _ in expected[topic["id"]]]
+        assert topic["anchor"] in model.snapshot.anchors
+    assert len(client.get("/api/snapshot").json()["topics"][0]["top_words"]) == 10
+    assert len(client.get("/api/snapshot", params={"top_n": MAX_TOP_N}).json()["topics"][0]["top_words"]) == N_WORDS
+    for bad in ("0", str(MAX_TOP_N + 1), "abc", "-3", "1e3"):
+        response = client.get("/api/snapshot", params={"top_n": bad})
+        assert response.status_code == 400, bad
+        assert "top_n" in response.json()["error"]
+
+
+def test_topic_detail_has_probabilities_anchor_and_history(served):
+    model, source, client = served
+    topic = model.snapshot.topic_ids[0]
+    body = client.get(f"/api/topics/{topic}", params={"top_n": 5}).json()
+    assert body["id"] == topic and body["anchor"] == model.snapshot.anchors[0]
+    words = body["top_words"]
+    assert len(words) == 5 and all(set(w) == {"word", "probability"} for w in words)
+    probabilities = [w["probability"] for w in words]
+    assert probabilities == sorted(probabilities, reverse=True) and 0 < sum(probabilities) <= 1
+    assert [h["version"] for h in body["history"]] == [1, 2]
+    assert body["history"][-1]["prevalence"] == pytest.approx(float(model.snapshot.prevalence[0]), abs=1e-6)
+    assert body["rank"] >= 1 and any(e["type"] == "birth" for e in body["events"])
+    assert len(client.get(f"/api/topics/{topic}", params={"history": 1}).json()["history"]) == 1
+    listing = client.get("/api/topics").json()
+    assert [t["id"] for t in listing["topics"]] == model.snapshot.topic_ids
+
+    assert client.get("/api/topics/999999").status_code == 404
+    for bad in ("abc", "-1", "1.5", "0x1", "9" * 40):
+        assert client.get(f"/api/topics/{bad}").status_code == 400, bad
+    assert client.get("/api/topics/..%2F..%2Fetc%2Fpasswd").status_code == 404  # no route, no file
+    assert client.get(f"/api/topics/{topic}", params={"history": 0}).status_code == 400
+    assert client.get(f"/api/topics/{topic}", params={"history": MAX_LIMIT + 1}).status_code == 400
+
+
+def test_events_and_history_filters_and_bounds(served):
+    model, source, client = served
+    events = client.get("/api/events").json()["events"]
+    assert events and all({"version", "documents_seen", "type", "topic"} <= set(e) for e in events)
+    assert all(e["type"] == "birth" for e in client.get("/api/events?type=birth").json()["events"])
+    assert client.get("/api/events", params={"since_version": 1}).json()["events"] == [
+        e for e in events if e["version"] > 1]
+    assert len(client.get("/api/events", params={"limit": 1}).json()["events"]) == 1
+    assert client.get("/api/events", params={"type": "explosion"}).status_code == 400
+    assert client.get("/api/events", params={"limit": MAX_LIMIT + 1}).status_code == 400
+    assert client.get("/api/events", params={"since_version": "x"}).status_code == 400
+    history = client.get("/api/history", params={"limit": 1}).json()["versions"]
+    assert len(history) == 1 and history[0]["version"] == 2
+    assert set(history[0]["prevalence"]) == {str(t) for t in model.snapshot.topic_ids}
+    assert client.get("/api/history", params={"limit": 0}).status_code == 400
+
+
+def test_history_kept_is_bounded(corpus):
+    model, source = new_model(), LiveSource(history_kept=3, events_kept=5)
+    for a in range(0, 2500, 500):
+        publish(model, source, corpus[a:a + 500])
+    client = TestClient(create_app(source))
+    assert [h["version"] for h in client.get("/api/history?limit=1000").json()["versions"]] == [3, 4, 5]
+    assert len(client.get("/api/events?limit=1000").json()["events"]) <= 5
+
+
+def test_status_dashboard_static_and_openapi(served):
+    model, source, client = served
+    status = client.get("/api/status").json()
+    assert status["ready"] and status["version"] == 2 and status["source"] == "live"
+    metrics = status["metrics"]
+    assert metrics["documents_absorbed"] == 2500 and metrics["rejected"] == {"empty": 1}
+    assert metrics["vocabulary_size"] == N_WORDS and metrics["memory_bytes"] > 0
+
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert 'id="topics"' in page.text and "/static/dashboard.js" in page.text
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert client.get("/static/dashboard.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/dashboard.css").status_code == 200
+    for bad in ("/static/../service.py", "/static/service.py", "/static/%2e%2e/service.py", "/nope"):
+        assert client.get(bad).status_code == 404, bad
+
+    schema = client.get("/openapi.json").json()
+    assert schema["openapi"].startswith("3.") and schema == openapi_schema()
+    routed = {route.path for route in client.app.routes} - {"/static/dashboard.js", "/static/dashboard.css"}
+    assert routed <= set(schema["paths"])
+
+
+def test_only_reads_are_allowed(served):
+    client = served[2]
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = client.request(method, "/api/snapshot")
+        assert response.status_code == 405 and "GET" in response.headers["allow"]
+    assert client.head("/api/snapshot").status_code == 200
+
+
+# ----------------------------------------------------------------------------- token, binding
+def test_a_token_is_required_when_set(served):
+    source = served[1]
+    client = TestClient(create_app(source, token=TOKEN))
+    for path in ("/api/status", "/api/snapshot", "/api/topics", "/api/events", "/readyz", "/metrics",
+                 "/openapi.json", "/api/topics/0"):
+        refused = client.get(path)
+        assert refused.status_code == 401, path
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert client.get(path, headers={"Authorization": "Bearer wrong-token-123"}).status_code == 401
+        assert client.get(path, headers={"Authorization": TOKEN}).status_code == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert client.get("/api/snapshot", headers=auth).status_code == 200
+    assert client.get("/metrics", headers=auth).status_code == 200
+    assert client.get("/openapi.json", headers=auth).json()["security"] == [{"bearer": []}]
+    # the liveness probe and the dashboard's static shell (no data in it) stay open
+    for path in ("/healthz", "/", "/static/dashboard.js"):
+        assert client.get(path).status_code == 200
+    with pytest.raises(ValueError):
+        create_app(source, token="short")
+
+
+def test_binding_over_real_http(served):
+    source = served[1]
+    app = create_app(source)
+    with pytest.raises(PermissionError):
+        serve_in_thread(app, "0.0.0.0", 0)
+    with serve_in_thread(app, "127.0.0.1", 0) as handle:
+        assert handle.url.startswith("http://127.0.0.1:")
+        assert httpx.get(handle.url + "api/snapshot").json()["version"] == 2
+        # DNS rebinding guard: a loopback service answers only to loopback host names
+        assert httpx.get(handle.url + "healthz", headers={"Host": "evil.example"}).status_code == 421
+    remote = create_app(source, token=TOKEN)
+    with serve_in_thread(remote, "0.0.0.0", 0, allow_remote=True) as handle:
+        url = f"http://127.0.0.1:{handle.port}/"
+        assert httpx.get(url + "api/status").status_code == 401
+        assert httpx.get(url + "api/status", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert not handle.thread.is_alive()
+
+
+def test_parse_address():
+    assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765)
+    assert parse_address("localhost") == ("localhost", 8765)
+    assert parse_address("[::1]:9000") == ("::1", 9000)
+    for bad in ("a:b:c", "host:99999"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_metrics_parse_and_move_with_the_stream(live, corpus):
+    model, source = live
+    client = TestClient(create_app(source))
+    first = metric_samples(client.get("/metrics").text)
+    assert first[("streamtopics_documents_absorbed_total", ())] == 1000
+    assert first[("streamtopics_refreshes_total", ())] == 0
+    assert ("streamtopics_snapshot_version", ()) not in first
+
+    model.learn_one("")
+    model.learn_one(b"\xff\xfe not utf-8")
+    publish(model, source, corpus[1000:2000])
+    response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain")
+    second = metric_samples(response.text)
+    assert second[("streamtopics_documents_absorbed_total", ())] == 2000
+    assert len(model.rejections) == 2  # two reasons
+    for reason, count in model.rejections.items():
+        assert second[("streamtopics_documents_rejected_total", (("reason", reason),))] == count == 1
+    assert second[("streamtopics_refreshes_total", ())] == 1
+    assert second[("streamtopics_refresh_duration_seconds_count", ())] == 1
+    assert second[("streamtopics_refresh_duration_seconds_sum", ())] == pytest.approx(model.last_refresh["total_s"])
+    assert second[("streamtopics_snapshot_version", ())] == 1
+    assert second[("streamtopics_vocabulary_size", ())] == N_WORDS
+    assert second[("streamtopics_topics", ())] == N_TOPICS
+    assert second[("streamtopics_stalled", ())] == 0
+    assert second[("streamtopics_memory_resident_bytes", ())] > 0
+    assert second[("streamtopics_ingest_rate_documents_per_second", ())] > 0
+
+    source.update_metrics(lag={"news-0": 7, "news-1": 5})
+    publish(model, source, corpus[2000:2500])
+    third = metric_samples(client.get("/metrics").text)
+    assert third[("streamtopics_documents_absorbed_total", ())] == 2500
+    assert third[("streamtopics_refreshes_total", ())] == 2
+    assert third[("streamtopics_refresh_duration_seconds_count", ())] == 2
+    assert third[("streamtopics_consumer_lag_messages", (("partition", "news-0"),))] == 7
+    assert third[("streamtopics_consumer_lag_messages_total", ())] == 12
+
+
+def test_metrics_from_a_kafka_consumer_and_a_directory(tmp_path, corpus):
+    metrics = ServiceMetrics(process_metrics=False)
+    metrics.update_from_consumer({"documents_absorbed": 40, "rejected": {"not_utf8": 2}, "refreshes": 3,
+                                  "last_refresh_seconds": 0.2, "snapshot_version": 3, "lag": {"t-0": 9}})
+    samples = metric_samples(metrics.render().decode())
+    assert samples[("streamtopics_documents_rejected_total", (("reason", "not_utf8"),))] == 2
+    assert samples[("streamtopics_consumer_lag_messages", (("partition", "t-0"),))] == 9
+    assert samples[("streamtopics_refreshes_total", ())] == 3
+
+    source = SnapshotDirectorySource(tmp_path, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    model = new_model()
+    for version, end in enumerate((800, 1600), start=1):
+        model.learn_many(corpus[end - 800:end])
+        model.refresh().save(tmp_path / f"snapshot-{version:06d}.json")
+        samples = metric_samples(client.get("/metrics").text)
+        assert samples[("streamtopics_snapshot_version", ())] == version
+        assert samples[("streamtopics_refreshes_total", ())] == version
+        assert samples[("streamtopics_documents_absorbed_total", ())] == end
+
+
+def test_two_services_do_not_share_metrics(corpus):
+    a, b = LiveSource(), LiveSource()
+    a.update_metrics(documents_absorbed=5)
+    assert metric_samples(b.metrics.render().decode())[("streamtopics_documents_absorbed_total", ())] == 0
+    assert np.isfinite(a.metrics.ingest_rate())
