@@ -158,3 +158,30 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
         stream.join(10)
         handle.stop()
     assert stream.error is None, stream.error
+
+
+def test_dashboard_sends_the_token_from_the_url_fragment():
+    from playwright.sync_api import sync_playwright
+
+    token = "browser-token-0123456789"
+    source = LiveSource()
+    words, topic_word = themed_topics()
+    model = StreamingTopicModel(6, vocabulary=words, anchor_min_df=5, seed=0)
+    model.learn_many(sample_documents(topic_word, np.full((800, 7), 1 / 7), 30, seed=1))
+    source.publish(model.refresh(), model=model)
+    with serve_in_thread(create_app(source, token=token), "127.0.0.1", 0) as handle:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            try:
+                page = browser.new_page()
+                page.goto(handle.url, wait_until="domcontentloaded")  # no token: the page says so
+                page.wait_for_selector("#auth:not(.hidden)", timeout=10_000)
+                assert page.locator(".topic-card").count() == 0
+                page.goto(handle.url + "#token=" + token, wait_until="domcontentloaded")
+                page.wait_for_selector(".topic-card", timeout=10_000)
+                assert page.locator(".topic-card").count() == 6
+                assert "token" not in page.url  # taken out of the address bar (and never sent)
+                assert page.locator("#auth").is_hidden()
+            finally:
+                browser.close()

@@ -12,14 +12,16 @@
   const state = { version: null, rates: [], token: null, history: [] };
 
   // --- token from the URL fragment (never sent to the server), kept for this tab
-  (function takeToken() {
+  function takeToken() {
     const m = /(?:^#|&)token=([^&]+)/.exec(location.hash || "");
     if (m) {
       sessionStorage.setItem("streamtopics-token", decodeURIComponent(m[1]));
       history.replaceState(null, "", location.pathname + location.search);
     }
     state.token = sessionStorage.getItem("streamtopics-token");
-  })();
+  }
+  takeToken();
+  window.addEventListener("hashchange", takeToken);  // a token pasted into an open page
 
   const $ = (id) => document.getElementById(id);
   // colours stay with a topic id; the ten most prevalent topics never share one
