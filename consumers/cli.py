@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -253,10 +254,67 @@ def _prepare_out(out: Path, force: bool) -> None:
         path.unlink()
 
 
+def serve_options(function):
+    """--serve HOST:PORT and --allow-remote for commands that run a stream."""
+    function = click.option("--allow-remote", is_flag=True,
+                            help="Allow --serve on a non-loopback address (then set STREAMTOPICS_TOKEN: "
+                                 "requests without 'Authorization: Bearer TOKEN' get 401).")(function)
+    return click.option("--serve", "serve_at", metavar="HOST:PORT",
+                        help="Serve the live dashboard, JSON API and Prometheus /metrics while it runs, "
+                             "e.g. 127.0.0.1:8765 (loopback only unless --allow-remote).")(function)
+
+
+@contextmanager
+def live_service(console: "Console", serve_at: str | None, allow_remote: bool, title: str,
+                 stall_after: float | None = 60.0):
+    """Start the monitoring service in a thread when --serve is given; yields (LiveSource,
+    handle) or None. The token, if any, comes from $STREAMTOPICS_TOKEN (never the command line).
+    Readiness fails after ``stall_after`` seconds without progress (None: never)."""
+    if not serve_at:
+        yield None
+        return
+    from .service import LiveSource, create_app, parse_address, serve_in_thread
+
+    try:
+        host, port = parse_address(serve_at)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--serve") from None
+    token = os.environ.get("STREAMTOPICS_TOKEN") or None
+    live = LiveSource(stall_after=stall_after)
+    try:
+        handle = serve_in_thread(create_app(live, token=token, title=title), host, port, allow_remote=allow_remote)
+    except (PermissionError, ValueError) as error:
+        raise BadInput(str(error)) from None
+    except OSError as error:
+        raise BadInput(f"cannot serve on {serve_at}: {error.strerror or error}") from None
+    shown = handle.url + ("#token=..." if token else "")
+    console.echo(f"dashboard: {shown}  (JSON API: {handle.url}api/snapshot, metrics: {handle.url}metrics)")
+    try:
+        yield live, handle
+    finally:
+        handle.stop()
+
+
+def serve_until_interrupted(console: "Console", handle) -> None:
+    """Keep the dashboard up after the stream has ended, until Ctrl-C or SIGTERM."""
+    console.echo(f"finished; the dashboard stays at {handle.url} until Ctrl-C")
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def run_replay(console: Console, replay: Replay, label: str, stop_after: int | None,
-               show_topics: bool, words: int, out: Path) -> None:
-    """Run with progress, events as they happen, a clean stop on Ctrl-C, and a summary."""
+               show_topics: bool, words: int, out: Path, live=None) -> None:
+    """Run with progress, events as they happen, a clean stop on Ctrl-C, and a summary.
+    ``live``: a :class:`consumers.service.LiveSource` to publish snapshots and metrics to."""
     def on_snapshot(snapshot: TopicSnapshot, path: Path) -> None:
+        if live is not None:
+            live.on_snapshot(snapshot, path, model=replay.model)
         console.info(snapshot_heading(snapshot, path))
         if show_topics or snapshot.version == 1:
             for row in topic_table(snapshot, words):
@@ -275,10 +333,17 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with console.progress(replay.source, label) as update:
-            summary = replay.run(stop_after, on_progress=lambda r: update(r.documents))
+            def on_progress(r: Replay) -> None:
+                update(r.documents)
+                if live is not None:
+                    live.on_progress(r)
+
+            summary = replay.run(stop_after, on_progress=on_progress)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if live is not None:
+            live.finish()
     if summary.documents == 0 and not summary.malformed:
         raise BadInput(f"{replay.source.name}: no document found")
     if summary.documents == 0:
@@ -329,9 +394,11 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
 @click.option("--show-topics", is_flag=True, help="Print the topic table at every snapshot.")
 @click.option("--words", type=click.IntRange(min=1), default=8, show_default=True, help="Top words shown.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
+@serve_options
+@click.option("--keep-serving", is_flag=True, help="With --serve: keep serving after the replay ends, until Ctrl-C.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
            snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, checkpoint_every,
-           stop_after, resume, force, show_topics, words, quiet):
+           stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -366,7 +433,13 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
             snapshot_every = 1000
         engine = Replay(model, opened, out, every_documents=snapshot_every, every_seconds=snapshot_interval,
                         speed=speed, checkpoint_every=checkpoint_every)
-    run_replay(console, engine, "replay", stop_after, show_topics, words, out)
+    paced = engine.speed is not None  # a paced replay may rightly wait minutes between documents
+    with live_service(console, serve_at, allow_remote, f"replay of {engine.source.name}",
+                      stall_after=None if paced else 60.0) as service:
+        run_replay(console, engine, "replay", stop_after, show_topics, words, out,
+                   live=service[0] if service else None)
+        if service and keep_serving:
+            serve_until_interrupted(console, service[1])
 
 
 # ---------------------------------------------------------------------------------- demo
@@ -376,7 +449,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
 @click.option("--topics", "n_topics", type=click.IntRange(min=2), default=20, show_default=True)
 @click.option("--snapshot-every", type=click.IntRange(min=1), default=500, show_default=True, metavar="N")
 @click.option("-q", "--quiet", is_flag=True, help="Only the final topics and the summary.")
-def demo(out, n_topics, snapshot_every, quiet):
+@serve_options
+def demo(out, n_topics, snapshot_every, quiet, serve_at, allow_remote):
     """The main job: replay the built-in stream and watch topics form.
 
     The stream is the documentation of the Python standard library that ships with every
@@ -392,7 +466,14 @@ def demo(out, n_topics, snapshot_every, quiet):
     model = StreamingTopicModel(n_topics, vocabulary_size=3000, warmup_documents=800,
                                 tokenizer=builtin_corpus.tokenizer())
     engine = Replay(model, builtin_corpus.BuiltinCorpus(), out, every_documents=snapshot_every)
-    run_replay(console, engine, "demo", None, False, 8, out)
+    with live_service(console, serve_at, allow_remote, "demo: Python standard library docstrings") as service:
+        run_replay(console, engine, "demo", None, False, 8, out, live=service[0] if service else None)
+        _demo_epilogue(console, model, out)
+        if service:
+            serve_until_interrupted(console, service[1])
+
+
+def _demo_epilogue(console, model, out) -> None:
     console.echo("")
     console.echo("final topics:")
     for row in topic_table(model.snapshot, 8):
@@ -402,6 +483,69 @@ def demo(out, n_topics, snapshot_every, quiet):
     console.echo(f"  streamtopics topics {out}        # the latest topics")
     console.echo(f"  streamtopics events {out}        # births, deaths and changes across the snapshots")
     console.echo(f"  echo 'open a socket and send bytes' | streamtopics infer --model {out}")
+    console.echo(f"  streamtopics serve {out}         # the dashboard over these snapshots")
+    console.echo(f"  streamtopics plot {out} --out prevalence.png")
+
+
+# ---------------------------------------------------------------------------------- serve, plot
+@main.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback needs --allow-remote.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a non-loopback --host (then set STREAMTOPICS_TOKEN: requests without "
+                   "'Authorization: Bearer TOKEN' get 401).")
+@click.option("--stall-after", type=_duration, metavar="DURATION",
+              help="Report not ready (/readyz 503) when no snapshot has been written for this long: 90s, 15m.")
+def serve(path, host, port, allow_remote, stall_after):
+    """Serve the dashboard, JSON API and Prometheus metrics over a run directory.
+
+    PATH is a directory that a replay or consumer writes snapshot-*.json files to; new ones are
+    picked up as they appear. Open http://HOST:PORT/ in a browser; the API is described at
+    /openapi.json. The bearer token, if any, is read from $STREAMTOPICS_TOKEN.
+    """
+    from .service import SnapshotDirectorySource, check_bind, create_app, serve as run_service
+
+    if not path.is_dir():
+        raise BadInput(f"no such directory: {path}")
+    token = os.environ.get("STREAMTOPICS_TOKEN") or None
+    try:
+        app = create_app(SnapshotDirectorySource(path, stall_after=stall_after), token=token,
+                         title=f"snapshots in {path}")
+        check_bind(app, host, allow_remote)
+        click.echo(f"dashboard: http://{host}:{port}/  (snapshots from {path}; Ctrl-C to stop)")
+        run_service(app, host, port, allow_remote=allow_remote)
+    except (PermissionError, ValueError) as error:
+        raise BadInput(str(error)) from None
+    except OSError as error:
+        raise BadInput(f"cannot serve on {host}:{port}: {error.strerror or error}") from None
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Figure file; the format follows the suffix: .png, .svg or .pdf.")
+@click.option("--kind", type=click.Choice(["prevalence", "top_words"]), default="prevalence", show_default=True,
+              help="prevalence: every topic's prevalence over stream time; top_words: the latest topics' words.")
+@click.option("--words", "top_n", type=click.IntRange(1, 100), default=10, show_default=True,
+              help="Words per topic (top_words).")
+@click.option("--max-topics", type=click.IntRange(min=1), metavar="N", help="Only the N most prevalent topics (top_words).")
+def plot(path, out_path, kind, top_n, max_topics):
+    """Draw a run's snapshots with matplotlib (no display needed).
+
+    \b
+    Examples:
+      streamtopics plot runs/demo --out prevalence.png
+      streamtopics plot runs/demo --kind top_words --words 8 --out topics.svg
+    """
+    from .plots import plot_snapshots
+
+    try:
+        written = plot_snapshots(path, out_path, kind=kind, top_n=top_n, max_topics=max_topics)
+    except (ValueError, FileNotFoundError) as error:
+        raise BadInput(str(error)) from None
+    click.echo(f"wrote {written}")
 
 
 # ---------------------------------------------------------------------------------- topics, events
