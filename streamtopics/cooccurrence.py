@@ -95,6 +95,38 @@ def _accumulate_batch(q, word_mass, n_words, indptr, indices, counts, order, gro
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def _accumulate_batch_weighted(q, word_mass, n_words, indptr, indices, counts, order, group_starts, n_chunks,
+                               weights):
+    """:func:`_accumulate_batch` with document ``d``'s Q_d (and row-sum share) multiplied by
+    ``weights[d]``: the lazily scaled increments of exponential forgetting. A separate kernel, so
+    that the exact path (forgetting off) runs the same instructions as before, bit for bit."""
+    n_docs = indptr.size - 1
+    entry_doc = np.empty(indices.size, np.int64)
+    doc_length = np.zeros(n_docs)
+    for d in range(n_docs):
+        for e in range(indptr[d], indptr[d + 1]):
+            entry_doc[e] = d
+            doc_length[d] += counts[e]
+    n_groups = group_starts.size - 1
+    for chunk in prange(n_chunks):
+        for g in range(chunk, n_groups, n_chunks):
+            w = np.int64(indices[order[group_starts[g]]])
+            base = _row_offset(w, n_words) - w
+            for t in range(group_starts[g], group_starts[g + 1]):
+                e = order[t]
+                d = entry_doc[e]
+                n = doc_length[d]
+                if n < 2.0:
+                    continue
+                c = counts[e]
+                f = weights[d] * c / (n * (n - 1.0))
+                word_mass[w] += weights[d] * c / n
+                q[base + w] += f * (c - 1.0)
+                for p in range(e + 1, indptr[d + 1]):
+                    q[base + indices[p]] += f * counts[p]
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _gather_rows(q, n_words, rows):
     """Full rows of the symmetric matrix stored as a packed upper triangle."""
     out = np.empty((rows.size, n_words))
@@ -142,13 +174,104 @@ class CooccurrenceStats:
     (1.0, 1)
     """
 
-    def __init__(self, n_words: int):
+    def __init__(self, n_words: int, half_life: float | None = None):
         self.n_words = int(n_words)
         self.packed = np.zeros(self.n_words * (self.n_words + 1) // 2)
         self.word_mass = np.zeros(self.n_words)  # row sums of Q_sum: sum_d H_d[w] / n_d
         self.word_counts = np.zeros(self.n_words)  # sum_d H_d[w]
-        self.document_frequency = np.zeros(self.n_words, np.int64)
         self.n_docs = 0  # M: documents that contributed (n_d >= 2)
+        self.half_life = None
+        if half_life is None:
+            self.document_frequency = np.zeros(self.n_words, np.int64)
+        else:
+            self._start_forgetting(half_life)
+
+    # ------------------------------------------------------------------ forgetting (DESIGN 2.7)
+    # With ``half_life`` h (in documents), every sum is the exponentially weighted sum
+    # ``sum_d 2^(-(T - t_d) / h) Q_d`` with T the documents absorbed so far and t_d = 1..T the
+    # index of document d: the latest document weighs 1, one h documents older weighs 1/2.
+    # Multiplying V^2 numbers by lambda = 2^(-1/h) per document would make ingestion O(V^2), so
+    # it is done lazily: the stored sums are ``2^((T - epoch) / h)`` times the true ones. Each new
+    # document is added with weight ``2^((t_d - epoch) / h)`` (lambda^(-t)), readers get the true
+    # sums through :meth:`view` (which divides, settling the stored sums onto the current
+    # time: O(V^2), done by refresh, which costs far more anyway), and the stored sums are also
+    # settled whenever ``(T - epoch) / h`` would pass ``_MAX_EXPONENT``, long before float64
+    # overflows (2^1023). Document frequencies become decayed (float) document frequencies and
+    # ``effective_documents`` (sum of the weights, tending to h / ln 2) replaces M for readers.
+    _MAX_EXPONENT = 256.0
+
+    def _start_forgetting(self, half_life: float) -> None:
+        half_life = float(half_life)
+        if not half_life > 0 or not np.isfinite(half_life):
+            raise ValueError("half_life must be a positive number of documents")
+        self.half_life = half_life
+        self.document_frequency = np.zeros(self.n_words)
+        self._epoch = 0.0
+        self._weight_sum = 0.0  # stored (scaled) sum of document weights
+
+    @property
+    def forgetting(self) -> bool:
+        return self.half_life is not None
+
+    @property
+    def effective_documents(self) -> float:
+        """M for readers: the documents absorbed, or their decayed weight with forgetting on."""
+        if self.half_life is None:
+            return float(self.n_docs)
+        return self._weight_sum * self._read_scale()
+
+    def _read_scale(self) -> float:
+        return float(2.0 ** (-(self.n_docs - self._epoch) / self.half_life))
+
+    def settle(self) -> None:
+        """Divide the lazily scaled sums by their scale so that the stored numbers are the true
+        decayed sums (scale 1). A no-op without forgetting."""
+        if self.half_life is None or self._epoch == self.n_docs:
+            return
+        factor = self._read_scale()
+        for array in (self.packed, self.word_mass, self.word_counts, self.document_frequency):
+            array *= factor
+        self._weight_sum *= factor
+        self._epoch = float(self.n_docs)
+
+    def view(self) -> "CooccurrenceStats":
+        """The sums as readers (anchor search, recovery) must see them: ``self`` without
+        forgetting; with it, the settled sums (shared, not copied) whose ``n_docs`` is the
+        effective number of documents."""
+        if self.half_life is None:
+            return self
+        self.settle()
+        out = CooccurrenceStats.__new__(CooccurrenceStats)
+        out.n_words, out.half_life = self.n_words, None
+        out.packed, out.word_mass, out.word_counts = self.packed, self.word_mass, self.word_counts
+        out.document_frequency = self.document_frequency
+        out.n_docs = self._weight_sum
+        return out
+
+    def copy(self) -> "CooccurrenceStats":
+        """An independent copy (one memcpy of the packed triangle): a consistent view of the sums
+        that a refresh in another thread can read while ingestion goes on."""
+        return CooccurrenceStats.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
+
+    def _update_forgetting(self, batch: DocumentBatch) -> None:
+        limit = max(1, int(self._MAX_EXPONENT * self.half_life / 2))
+        for start in range(0, len(batch), limit):
+            part = batch if len(batch) <= limit else batch.select(np.arange(start, min(start + limit, len(batch))))
+            if (self.n_docs + len(part) - self._epoch) / self.half_life > self._MAX_EXPONENT:
+                self.settle()
+            t = self.n_docs + 1.0 + np.arange(len(part))
+            weights = 2.0 ** ((t - self._epoch) / self.half_life)
+            order, group_starts = _group_entries_by_word(part.indices, self.n_words)
+            n_chunks = max(64, 4 * numba.get_num_threads())
+            _accumulate_batch_weighted(
+                self.packed, self.word_mass, self.n_words, part.indptr, part.indices,
+                part.counts, order, group_starts, n_chunks, weights,
+            )
+            entry_weight = np.repeat(weights, np.diff(part.indptr))
+            self.word_counts += np.bincount(part.indices, weights=part.counts * entry_weight, minlength=self.n_words)
+            self.document_frequency += np.bincount(part.indices, weights=entry_weight, minlength=self.n_words)
+            self._weight_sum += float(weights.sum())
+            self.n_docs += len(part)
 
     def update(self, batch: DocumentBatch) -> None:
         """Absorb a batch. Documents with fewer than 2 tokens carry no word pair and are
@@ -161,6 +284,9 @@ class CooccurrenceStats:
             batch = batch.select(np.flatnonzero(kept))
             if len(batch) == 0:
                 return
+        if self.half_life is not None:
+            self._update_forgetting(batch)
+            return
         order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
         n_chunks = max(64, 4 * numba.get_num_threads())
         _accumulate_batch(
@@ -175,6 +301,20 @@ class CooccurrenceStats:
         """Add another instance's sums into this one (disjoint sub-streams -> their union)."""
         if other.n_words != self.n_words:
             raise ValueError(f"cannot merge statistics over {other.n_words} words into {self.n_words}")
+        if self.half_life != other.half_life:
+            raise ValueError("cannot merge statistics with different forgetting (half_life)")
+        if self.half_life is not None:
+            # both sub-streams are taken to end now: their decayed sums add, at scale 1
+            self.settle()
+            other.settle()
+            self._weight_sum += other._weight_sum
+            self.n_docs += other.n_docs
+            self._epoch = float(self.n_docs)
+            for mine, theirs in ((self.packed, other.packed), (self.word_mass, other.word_mass),
+                                 (self.word_counts, other.word_counts),
+                                 (self.document_frequency, other.document_frequency)):
+                mine += theirs
+            return self
         self.packed += other.packed
         self.word_mass += other.word_mass
         self.word_counts += other.word_counts
@@ -217,6 +357,15 @@ class CooccurrenceStats:
             "word_counts": self.word_counts,
             "document_frequency": self.document_frequency,
             "n_docs": np.int64(self.n_docs),
+        } if self.half_life is None else {
+            "packed": self.packed,
+            "word_mass": self.word_mass,
+            "word_counts": self.word_counts,
+            "document_frequency": self.document_frequency,
+            "n_docs": np.int64(self.n_docs),
+            "half_life": np.float64(self.half_life),
+            "epoch": np.float64(self._epoch),
+            "weight_sum": np.float64(self._weight_sum),
         }
 
     @classmethod
@@ -226,8 +375,15 @@ class CooccurrenceStats:
         stats.packed = np.array(state["packed"], dtype=np.float64)
         stats.word_mass = np.array(state["word_mass"], dtype=np.float64)
         stats.word_counts = np.array(state["word_counts"], dtype=np.float64)
-        stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
         stats.n_docs = int(state["n_docs"])
+        stats.half_life = None
+        if "half_life" in state:
+            stats._start_forgetting(float(state["half_life"]))
+            stats.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
+            stats._epoch = float(state["epoch"])
+            stats._weight_sum = float(state["weight_sum"])
+        else:
+            stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
         if stats.packed.size != stats.n_words * (stats.n_words + 1) // 2:
             raise ValueError("packed co-occurrence sums do not match the vocabulary size")
         return stats
@@ -239,6 +395,9 @@ class DenseCooccurrence:
     Used for batch computations (a corpus's Q computed at once), population matrices of
     synthetic models, and tests.
     """
+
+    def view(self) -> "DenseCooccurrence":
+        return self
 
     def __init__(self, q_sum: np.ndarray, n_docs: int = 1, document_frequency=None):
         self.matrix = np.asarray(q_sum, dtype=np.float64)

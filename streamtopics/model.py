@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -12,6 +14,9 @@ import numpy as np
 from .alignment import align_topics
 from .anchors import default_min_document_frequency
 from .cooccurrence import CooccurrenceStats
+from .forgetting import DecayedCounter
+from .history import TopicHistory
+from .policy import DriftMonitor, RefreshPolicy
 from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
 )
@@ -23,6 +28,7 @@ from .text import Tokenizer
 from .trackers import RandomProjectionTracker, n_projections_for_topics
 from .vocabulary import Vocabulary
 
+FADING_RATIO = 0.25  # see _active_view
 RejectHandler = Callable[[Rejection, Any, Any], None]
 
 
@@ -73,6 +79,32 @@ class StreamingTopicModel:
         A kept topic whose L1 distance moved by at least this much is reported as a change.
     refresh_every
         Refresh automatically after every this many absorbed documents (None: only on demand).
+    refresh_every_seconds, refresh_clock
+        Also refresh automatically after this many seconds of ``"stream"`` time (the
+        ``stream_time`` given to :meth:`learn_one`) or ``"wall"`` time
+        (:class:`~streamtopics.policy.RefreshPolicy`).
+    drift_threshold
+        Also refresh when the held-out fit of recent documents against the current snapshot
+        drops by this many nats per token (:class:`~streamtopics.policy.DriftMonitor`; None: off).
+    refresh_in_background
+        Automatic refreshes run with :meth:`refresh_async` (ingestion goes on meanwhile).
+    half_life
+        Exponential forgetting (DESIGN 2.7): a document's weight in every sum halves each
+        ``half_life`` documents absorbed after it; done lazily, so ingestion stays O(document)
+        (:class:`~streamtopics.cooccurrence.CooccurrenceStats`). None (default): exact sums.
+        Needs ``anchor_method="fastanchors"`` (the trackers do not forget).
+    activity_half_life
+        With forgetting, only words whose document frequency decayed with this shorter
+        half-life (default ``half_life / 8``) passes the candidate threshold, rescaled, can be
+        anchors, so a topic that stopped leaves the candidates quickly
+        (:mod:`~streamtopics.forgetting`).
+    min_prevalence
+        When positive, births and deaths are those of *significant* topics: an id is born when
+        its prevalence reaches this floor and dies when it falls below half of it or vanishes; minor
+        topics (e.g. a spare topic slot picking up noise) make no birth or death events. 0
+        (default): every new id is a birth and every vanished id a death.
+    history_size
+        Records kept by :attr:`history` (:class:`~streamtopics.history.TopicHistory`).
     batch_size
         Documents buffered before the ingest kernel runs; results do not depend on it.
     on_reject
@@ -106,13 +138,36 @@ class StreamingTopicModel:
                  recovery_tol: float = 1e-5, recovery_max_iter: int = 500, warm_start: bool = True,
                  match_threshold: float = 0.5, change_threshold: float = 0.5,
                  refresh_every: int | None = None, batch_size: int = 2048,
-                 max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None):
+                 max_text_chars: int = 1_000_000, seed: int = 0, on_reject: RejectHandler | None = None,
+                 refresh_every_seconds: float | None = None, refresh_clock: str = "stream",
+                 drift_threshold: float | None = None, refresh_in_background: bool = False,
+                 half_life: float | None = None, activity_half_life: float | None = None,
+                 min_prevalence: float = 0.0, history_size: int = 512):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
         if anchor_method not in ANCHOR_METHODS:
             raise ValueError(f"unknown anchor_method {anchor_method!r}; use one of {ANCHOR_METHODS}")
+        if half_life is not None and anchor_method != "fastanchors":
+            raise ValueError("forgetting (half_life) needs anchor_method='fastanchors': the trackers keep exact sums")
         self.n_topics = int(n_topics)
         self.anchor_method = anchor_method
+        self.half_life = None if half_life is None else float(half_life)
+        self.activity_half_life = None if half_life is None else float(activity_half_life or half_life / 8)
+        self.activity: DecayedCounter | None = None
+        self.refresh_every_seconds = refresh_every_seconds
+        self.refresh_clock = refresh_clock
+        self.drift_threshold = drift_threshold
+        self.refresh_in_background = bool(refresh_in_background)
+        self.history_size = int(history_size)
+        self.min_prevalence = float(min_prevalence)
+        self._significant: set[int] = set()
+        self.policy = RefreshPolicy(None, refresh_every_seconds, refresh_clock,
+                                    None if drift_threshold is None else DriftMonitor(drift_threshold))
+        self.history = TopicHistory(self.history_size)
+        self._stream_time = None
+        self._refresh_lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending_refresh: Future | None = None
         self.n_projections = None if n_projections is None else int(n_projections)
         self.rp_min_support = float(rp_min_support)
         self.vocabulary_size = int(vocabulary_size)
@@ -153,10 +208,13 @@ class StreamingTopicModel:
             self._set_vocabulary(_as_vocabulary(vocabulary))
 
     # ------------------------------------------------------------------ learning
-    def learn_one(self, document, key=None) -> None:
+    def learn_one(self, document, key=None, stream_time: float | None = None) -> None:
         """Absorb one document: raw text (str or UTF-8 bytes), a token list, or a
         ``{word: count}`` mapping. ``key`` (bytes, str or int) identifies the document; without
-        one its content does."""
+        one its content does. ``stream_time`` (seconds, e.g. the message timestamp) drives
+        ``refresh_every_seconds`` on the stream clock and stamps automatic snapshots."""
+        if stream_time is not None:
+            self._stream_time = stream_time
         if self.vocabulary is None:
             counts, rejection, truncated = self._encoder.word_counts(document)
             if rejection is not None:
@@ -217,12 +275,25 @@ class StreamingTopicModel:
             return
         if hashed_key is None:
             hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
+        if self.policy.drift is not None and self.snapshot is not None:
+            self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)  # held out: not learned yet
         self._pending.append(encoded)
         self._pending_keys.append(hashed_key)
         if len(self._pending) >= self.batch_size:
             self._flush()
-        if self.refresh_every and self.documents_absorbed - self._absorbed_at_refresh >= self.refresh_every:
-            self.refresh()
+        self._maybe_refresh()
+
+    def _maybe_refresh(self) -> None:
+        policy = self.policy
+        policy.every_documents = self.refresh_every
+        policy._documents = self._absorbed_at_refresh
+        if not policy.due(self.documents_absorbed, self._stream_time):
+            return
+        if self.refresh_in_background:
+            if self._pending_refresh is None or self._pending_refresh.done():
+                self.refresh_async(stream_time=self._stream_time)
+        else:
+            self.refresh(stream_time=self._stream_time)
 
     def _reject(self, rejection: Rejection, document, key) -> None:
         self.rejections[rejection.reason] += 1
@@ -239,17 +310,22 @@ class StreamingTopicModel:
     def _ingest(self, batch: DocumentBatch) -> None:
         """Every statistic the model keeps is updated here, from one batch."""
         self.stats.update(batch)
-        if self.tracker is not None:
+        if self.tracker is not None or self.activity is not None:
             kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
             if not kept.all():
                 batch = batch.select(np.flatnonzero(kept))
+        if self.tracker is not None:
             self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys)
+        if self.activity is not None:
+            self.activity.update(batch.indptr, batch.indices)
 
     def _set_vocabulary(self, vocabulary: Vocabulary) -> None:
         if len(vocabulary) < self.n_topics:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {self.n_topics} topics")
         self.vocabulary = vocabulary
-        self.stats = CooccurrenceStats(len(vocabulary))
+        self.stats = CooccurrenceStats(len(vocabulary), half_life=self.half_life)
+        if self.half_life is not None:
+            self.activity = DecayedCounter(len(vocabulary), self.activity_half_life)
         self.tracker = self._new_tracker(len(vocabulary))
 
     def _new_tracker(self, n_words: int) -> RandomProjectionTracker | None:
@@ -295,6 +371,8 @@ class StreamingTopicModel:
             raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "
                              "n_projections, seed) or neither does")
         self.statistics().merge(other.statistics())
+        if self.activity is not None:
+            self.activity.merge(other.activity)
         if self.tracker is not None:
             self.tracker.merge(other.tracker)
         self.rejections.update(other.rejections)
@@ -303,35 +381,106 @@ class StreamingTopicModel:
         return self
 
     # ------------------------------------------------------------------ refresh
-    def min_document_frequency(self) -> int:
-        """The candidate-anchor threshold in force for the current number of documents."""
+    def min_document_frequency(self, view=None) -> int:
+        """The candidate-anchor threshold in force for the current number of documents (the
+        effective, decayed number with forgetting on)."""
         if self.anchor_min_df == "auto":
-            return default_min_document_frequency(self.statistics().n_docs)
+            view = self.statistics().view() if view is None else view
+            return default_min_document_frequency(view.n_docs)
         return int(self.anchor_min_df)
 
     def refresh(self, position: dict | None = None, stream_time: float | None = None) -> TopicSnapshot:
-        """Recompute the topics from the current sums and publish a new snapshot."""
+        """Recompute the topics from the current sums and publish a new snapshot (waits for a
+        background refresh in progress)."""
+        with self._refresh_lock:
+            stats = self.statistics()
+            if stats.n_docs == 0:
+                raise RuntimeError("no documents absorbed yet: nothing to refresh")
+            snapshot = self._refresh_from(self._active_view(stats.view(), self.activity), self.tracker, stats.n_docs,
+                                          position,
+                                          self._stream_time if stream_time is None else stream_time)
+            self._restart_policy()
+            return snapshot
+
+    def refresh_async(self, position: dict | None = None, stream_time: float | None = None) -> Future:
+        """Refresh in a background thread; returns a :class:`~concurrent.futures.Future` of the
+        snapshot.
+
+        Ingestion is blocked only while a consistent view of the sums is copied (one memcpy of
+        the packed triangle and of the tracker, here, in the caller's thread); anchors, recovery
+        and alignment then run in the thread while :meth:`learn_one` goes on absorbing into the
+        live sums. The snapshot reflects exactly the documents absorbed when this was called
+        (``snapshot.documents_seen``). Refreshes are serialised: one started while another runs
+        waits for it. The numba kernels of recovery and inference release the GIL."""
         stats = self.statistics()
         if stats.n_docs == 0:
             raise RuntimeError("no documents absorbed yet: nothing to refresh")
+        activity = None if self.activity is None else DecayedCounter.from_state_dict(
+            {k: np.array(v, copy=True) for k, v in self.activity.state_dict().items()})
+        view = self._active_view(stats.copy().view(), activity)
+        tracker = None
+        if self.tracker is not None:
+            tracker = type(self.tracker).from_state_dict(
+                {k: np.array(v, copy=True) for k, v in self.tracker.state_dict().items()})
+        n_docs = stats.n_docs
+        stream_time = self._stream_time if stream_time is None else stream_time
+        self._restart_policy()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh")
+
+        def run():
+            with self._refresh_lock:
+                return self._refresh_from(view, tracker, n_docs, position, stream_time)
+
+        self._pending_refresh = self._executor.submit(run)
+        return self._pending_refresh
+
+    def _active_view(self, view, activity):
+        """With forgetting: the view whose document frequencies are zero for the words not
+        recently active (see ``activity_half_life``), so they cannot be anchor candidates."""
+        if activity is None:
+            return view
+        scale = self.activity_half_life / self.half_life
+        recent, df = activity.values(), np.asarray(view.document_frequency)
+        threshold = self.min_document_frequency(view) * scale
+        # active: recent frequency passes the (rescaled) threshold and is at least a quarter of
+        # the word's long-run frequency (a fading word is out ~2 activity half-lives after it stops)
+        active = (recent >= threshold) & (recent >= FADING_RATIO * scale * df)
+        out = CooccurrenceStats.__new__(CooccurrenceStats)
+        out.__dict__.update(view.__dict__)
+        out.document_frequency = np.where(active, df, 0.0)
+        return out
+
+    def wait_for_refresh(self) -> TopicSnapshot | None:
+        """Wait for the background refresh in progress, if any, and return the latest snapshot."""
+        if self._pending_refresh is not None:
+            self._pending_refresh.result()
+        return self.snapshot
+
+    def _refresh_from(self, view, tracker, n_docs: int, position, stream_time) -> TopicSnapshot:
         t0 = time.perf_counter()
-        anchors = select_anchors(stats, self.n_topics, self.min_document_frequency(),
+        anchors = select_anchors(view, self.n_topics, self.min_document_frequency(view),
                                  self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed,
-                                 method=self.anchor_method, tracker=self.tracker,
+                                 method=self.anchor_method, tracker=tracker,
                                  min_support=self.rp_min_support)
         t_anchors = time.perf_counter() - t0
-        start = self._warm_start_point(stats, anchors) if self.warm_start else None
-        result = recover_topics(stats, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
+        start = self._warm_start_point(view, anchors) if self.warm_start else None
+        result = recover_topics(view, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
         t1 = time.perf_counter()
-        snapshot = self._publish(result, position, stream_time)
+        snapshot = self._publish(result, position, stream_time, n_docs)
         self.last_refresh = {
             "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
             "products_s": result.timings["products"], "solve_s": result.timings["solve"],
             "align_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0,
             "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
             "iterations_max": int(result.iterations.max()),
+            "reason": self.policy.last_reason,
         }
+        self.policy.last_reason = None
         return snapshot
+
+    def _restart_policy(self) -> None:
+        self.policy.restart(self.documents_absorbed, self._stream_time)
 
     def _warm_start_point(self, stats, anchors: np.ndarray) -> np.ndarray | None:
         """The previous solution with its columns reordered to follow the new anchors."""
@@ -344,7 +493,7 @@ class StreamingTopicModel:
         mapping = match_columns(rows[: previous.size], rows[previous.size:])
         return self._coefficients[:, mapping]
 
-    def _publish(self, result, position, stream_time) -> TopicSnapshot:
+    def _publish(self, result, position, stream_time, n_docs: int | None = None) -> TopicSnapshot:
         previous = self.snapshot
         alignment = align_topics(
             None if previous is None else previous.topic_word,
@@ -353,9 +502,22 @@ class StreamingTopicModel:
         )
         self._next_topic_id = alignment.next_id
         anchors = [self.vocabulary.words[w] for w in result.anchors]
+        prevalence = np.asarray(result.prevalence, dtype=np.float64)
+        if self.min_prevalence > 0:
+            # births and deaths of significant topics: an id whose prevalence reaches the floor is
+            # born, one that falls below it (or vanishes) dies; minor topics make no events
+            share = dict(zip(alignment.topic_ids, prevalence.tolist()))
+            # hysteresis: a significant topic stays so until it falls below half the floor
+            significant = {t for t, p in share.items()
+                           if p >= self.min_prevalence or (t in self._significant and p >= self.min_prevalence / 2)}
+            births = [t for t in alignment.topic_ids if t in significant and t not in self._significant]
+            deaths = sorted(self._significant - significant)
+            self._significant = significant
+        else:
+            births, deaths = alignment.births, alignment.deaths
         events = [{"type": "birth", "topic": t, "anchor": anchors[alignment.topic_ids.index(t)]}
-                  for t in alignment.births]
-        events += [{"type": "death", "topic": t} for t in alignment.deaths]
+                  for t in births]
+        events += [{"type": "death", "topic": t} for t in deaths]
         if previous is not None:
             for k, topic in enumerate(alignment.topic_ids):
                 if topic not in alignment.distances:
@@ -366,10 +528,13 @@ class StreamingTopicModel:
                     events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
                                    "anchor_before": before, "anchor_after": anchors[k]})
         self._coefficients = result.coefficients
-        self._absorbed_at_refresh = self.documents_absorbed
+        n_docs = self.stats.n_docs if n_docs is None else n_docs
+        self._absorbed_at_refresh = n_docs
+        if self.policy.drift is not None:
+            self.policy.drift.reset()  # the baseline is the fit against the new snapshot
         self.snapshot = TopicSnapshot(
             version=1 if previous is None else previous.version + 1,
-            documents_seen=self.stats.n_docs,
+            documents_seen=n_docs,
             vocabulary=self.vocabulary.words,
             topic_word=result.topic_word,
             anchors=anchors,
@@ -380,6 +545,7 @@ class StreamingTopicModel:
             position=position,
             stream_time=stream_time,
         )
+        self.history.add_snapshot(self.snapshot)
         return self.snapshot
 
     # ------------------------------------------------------------------ inference
@@ -437,11 +603,16 @@ class StreamingTopicModel:
             "warm_start": self.warm_start, "match_threshold": self.match_threshold,
             "change_threshold": self.change_threshold, "refresh_every": self.refresh_every,
             "batch_size": self.batch_size, "max_text_chars": self.max_text_chars, "seed": self.seed,
+            "refresh_every_seconds": self.refresh_every_seconds, "refresh_clock": self.refresh_clock,
+            "drift_threshold": self.drift_threshold, "refresh_in_background": self.refresh_in_background,
+            "half_life": self.half_life, "activity_half_life": self.activity_half_life,
+            "history_size": self.history_size, "min_prevalence": self.min_prevalence,
         }
 
     def save(self, path) -> Path:
         """Write the whole state (statistics, vocabulary, configuration, latest snapshot and
         warm-start point) atomically to one checksummed file."""
+        self.wait_for_refresh()
         if self.vocabulary is not None:
             self._flush()
         arrays: dict[str, np.ndarray] = {}
@@ -449,6 +620,8 @@ class StreamingTopicModel:
             arrays.update({f"stats.{k}": v for k, v in self.stats.state_dict().items()})
         if self.tracker is not None:
             arrays.update({f"tracker.{k}": np.asarray(v) for k, v in self.tracker.state_dict().items()})
+        if self.activity is not None:
+            arrays.update({f"activity.{k}": np.asarray(v) for k, v in self.activity.state_dict().items()})
         if self._coefficients is not None:
             arrays["coefficients"] = self._coefficients
         if self.snapshot is not None:
@@ -464,6 +637,9 @@ class StreamingTopicModel:
             "next_topic_id": self._next_topic_id,
             "absorbed_at_refresh": self._absorbed_at_refresh,
             "snapshot": None if self.snapshot is None else _snapshot_meta(self.snapshot),
+            "history": self.history.to_dict(),
+            "significant": sorted(self._significant),
+            "stream_time": self._stream_time,
         }
         return write_state(path, arrays, meta)
 
@@ -482,6 +658,9 @@ class StreamingTopicModel:
                 if not tracker:
                     raise CorruptStateError(f"{path}: no tracker saved for anchor_method {model.anchor_method!r}")
                 model.tracker = RandomProjectionTracker.from_state_dict(tracker)
+            activity = {k[len("activity."):]: v for k, v in arrays.items() if k.startswith("activity.")}
+            if activity:
+                model.activity = DecayedCounter.from_state_dict(activity)
         model._warmup = [(counts, _restore_key(key)) for counts, key in meta["warmup"]]
         model.rejections = Counter(meta["rejections"])
         model.oov_tokens = meta["oov_tokens"]
@@ -489,6 +668,10 @@ class StreamingTopicModel:
         model._next_topic_id = meta["next_topic_id"]
         model._absorbed_at_refresh = meta["absorbed_at_refresh"]
         model._coefficients = arrays.get("coefficients")
+        if "history" in meta:
+            model.history = TopicHistory.from_dict(meta["history"])
+        model._stream_time = meta.get("stream_time")
+        model._significant = set(meta.get("significant", []))
         if meta["snapshot"] is not None:
             model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=model.vocabulary.words,
                                            topic_word=arrays["snapshot.topic_word"])

@@ -1,0 +1,321 @@
+"""Issue 4: forgetting, topic events and history, refresh policy, background refresh."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from streamtopics.alignment import l1_distances
+from streamtopics.cooccurrence import CooccurrenceStats
+from streamtopics.documents import DocumentBatch
+from streamtopics.drifting import drifting_stream
+from streamtopics.forgetting import DecayedCounter
+from streamtopics.history import TopicHistory
+from streamtopics.model import StreamingTopicModel
+from streamtopics.policy import DriftMonitor, RefreshPolicy
+
+
+def _random_batch(rng, n_docs, n_words, max_len=12):
+    docs = []
+    for _ in range(n_docs):
+        ids = np.unique(rng.integers(0, n_words, rng.integers(1, max_len)))
+        docs.append((ids.astype(np.int32), rng.integers(1, 4, ids.size).astype(np.float64)))
+    indptr = np.concatenate([[0], np.cumsum([ids.size for ids, _ in docs])])
+    return DocumentBatch(indptr, np.concatenate([d[0] for d in docs]), np.concatenate([d[1] for d in docs]),
+                         np.arange(n_docs, dtype=np.uint64))
+
+
+def _exact_dense(batch, n_words, weights=None):
+    """Q_sum computed document by document with the kernel's float operations, in its order."""
+    q = np.zeros((n_words, n_words))
+    mass = np.zeros(n_words)
+    kept = 0
+    for d in range(len(batch)):
+        a, b = batch.indptr[d], batch.indptr[d + 1]
+        ids, counts = batch.indices[a:b], batch.counts[a:b]
+        n = 0.0
+        for c in counts:
+            n += c
+        if n < 2.0:
+            continue
+        w = 1.0 if weights is None else weights[kept]
+        kept += 1
+        for e in range(ids.size):
+            i, c = ids[e], counts[e]
+            f = c / (n * (n - 1.0)) if weights is None else w * c / (n * (n - 1.0))
+            mass[i] += c / n if weights is None else w * c / n
+            q[i, i] += f * (c - 1.0)
+            for p in range(e + 1, ids.size):
+                q[i, ids[p]] += f * counts[p]
+    q = np.triu(q) + np.triu(q, 1).T
+    return q, mass
+
+
+# ------------------------------------------------------------------ forgetting
+def test_forgetting_off_is_bit_identical_to_exact_sums():
+    rng = np.random.default_rng(0)
+    n_words = 30
+    batches = [_random_batch(rng, 40, n_words) for _ in range(3)]
+    stats = CooccurrenceStats(n_words)  # half_life=None: the default
+    for batch in batches:
+        stats.update(batch)
+    whole = DocumentBatch(
+        np.concatenate([[0]] + [b.indptr[1:] + sum(x.indptr[-1] for x in batches[:k]) for k, b in enumerate(batches)]),
+        np.concatenate([b.indices for b in batches]), np.concatenate([b.counts for b in batches]),
+        np.arange(120, dtype=np.uint64))
+    q, mass = _exact_dense(whole, n_words)
+    assert np.array_equal(stats.to_dense(), q)  # bit for bit
+    assert np.array_equal(stats.word_mass, mass)
+    assert stats.view() is stats and stats.effective_documents == stats.n_docs
+    assert stats.document_frequency.dtype == np.int64
+    assert set(stats.state_dict()) == {"packed", "word_mass", "word_counts", "document_frequency", "n_docs"}
+
+
+def test_forgetting_off_model_matches_plain_statistics():
+    rng = np.random.default_rng(1)
+    batch = _random_batch(rng, 200, 25)
+    plain = CooccurrenceStats(25)
+    plain.update(batch)
+    model = StreamingTopicModel(2, [f"w{i}" for i in range(25)], batch_size=7)
+    model.learn_many(batch)
+    assert np.array_equal(model.statistics().packed, plain.packed)
+    assert model.statistics().half_life is None and model.activity is None
+
+
+@pytest.mark.parametrize("half_life, batch_size", [(50.0, 64), (3.0, 1000)])
+def test_forgetting_equals_decayed_sums(half_life, batch_size):
+    """Lazily scaled sums equal sum_d 2^(-(T - t_d) / h) Q_d; with h = 3 over 1,500 documents
+    the exponent passes the rescaling limit (256) several times."""
+    rng = np.random.default_rng(2)
+    n_words = 20
+    batch = _random_batch(rng, 1500, n_words)
+    kept = batch.lengths >= 2
+    t = np.arange(1, kept.sum() + 1)
+    weights = 2.0 ** (-(t[-1] - t) / half_life)
+    q, mass = _exact_dense(batch, n_words, weights)
+    stats = CooccurrenceStats(n_words, half_life=half_life)
+    for start in range(0, len(batch), batch_size):
+        stats.update(batch.select(np.arange(start, min(start + batch_size, len(batch)))))
+    view = stats.view()
+    assert stats._epoch == stats.n_docs
+    np.testing.assert_allclose(view.to_dense(), q, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(view.word_mass, mass, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(view.n_docs, weights.sum(), rtol=1e-12)
+    df = np.zeros(n_words)
+    for d, w in zip(np.flatnonzero(kept), weights):
+        df[batch.indices[batch.indptr[d]:batch.indptr[d + 1]]] += w
+    np.testing.assert_allclose(view.document_frequency, df, rtol=1e-10, atol=1e-300)
+    # save / load keep the lazy state
+    again = CooccurrenceStats.from_state_dict(stats.state_dict())
+    assert again.half_life == half_life
+    np.testing.assert_array_equal(again.view().packed, view.packed)
+
+
+def test_forgetting_is_lazy_and_mergeable():
+    rng = np.random.default_rng(3)
+    one, two = _random_batch(rng, 100, 15), _random_batch(rng, 100, 15)
+    stats = CooccurrenceStats(15, half_life=40)
+    stats.update(one)
+    before = stats.packed.copy()
+    stats.update(two)
+    assert stats._epoch == 0.0  # nothing rescaled: only the new documents' cells were written
+    untouched = np.setdiff1d(np.arange(15), two.indices)
+    assert untouched.size == 0 or np.array_equal(stats.rows(untouched), CooccurrenceStats.from_state_dict(
+        {**stats.state_dict(), "packed": before}).rows(untouched))
+    a, b = CooccurrenceStats(15, half_life=40), CooccurrenceStats(15, half_life=40)
+    a.update(one)
+    b.update(two)
+    a.merge(b)
+    assert a.n_docs == stats.n_docs
+    with pytest.raises(ValueError):
+        a.merge(CooccurrenceStats(15))
+
+
+def test_decayed_counter_matches_direct_sum():
+    rng = np.random.default_rng(4)
+    batch = _random_batch(rng, 700, 12)
+    counter = DecayedCounter(12, half_life=2.0)  # settles several times
+    counter.update(batch.indptr[:301], batch.indices[:batch.indptr[300]])
+    counter.update(batch.indptr[300:] - batch.indptr[300], batch.indices[batch.indptr[300]:])
+    expected = np.zeros(12)
+    for d in range(700):
+        expected[batch.indices[batch.indptr[d]:batch.indptr[d + 1]]] += 2.0 ** (-(699 - d) / 2.0)
+    np.testing.assert_allclose(counter.values(), expected, rtol=1e-10, atol=1e-300)
+
+
+def test_forgetting_needs_fastanchors():
+    with pytest.raises(ValueError):
+        StreamingTopicModel(3, ["a", "b", "c"], half_life=100, anchor_method="rp")
+
+
+def test_forgetting_model_save_load_roundtrip(tmp_path):
+    stream = drifting_stream(600, 300, n_words=60, seed=5)
+    model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=10, half_life=200, min_prevalence=0.15)
+    model.learn_many(stream.documents[:500])
+    model.refresh()
+    restored = StreamingTopicModel.load(model.save(tmp_path / "m.state"))
+    for m in (model, restored):
+        m.learn_many(stream.documents[500:])
+    a, b = model.refresh(), restored.refresh()
+    assert a.anchors == b.anchors and a.topic_ids == b.topic_ids
+    np.testing.assert_array_equal(a.topic_word, b.topic_word)
+    assert len(restored.history) == 2
+
+
+# ------------------------------------------------------------------ births, deaths, ids
+HALF_LIFE = 500
+REFRESH = 100
+SWITCH = 3000
+
+
+def _follow(seed, half_life=HALF_LIFE, n_docs=6500):
+    """Feed a drifting stream (K = 4 live topics; at SWITCH topic 3 stops and topic 4 starts) to a
+    model with one spare topic slot, refreshing every REFRESH documents."""
+    stream = drifting_stream(n_docs, SWITCH, seed=seed)
+    model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=half_life,
+                                batch_size=REFRESH, min_prevalence=0.15, history_size=16)
+    birth = death = None
+    ids_before = None
+    kept_ids = True
+    for start in range(0, n_docs, REFRESH):
+        model.learn_many(stream.documents[start:start + REFRESH])
+        position = start + REFRESH
+        if position < 1000:
+            continue
+        snapshot = model.refresh()
+        # the continuing topics 0, 1, 2: the id of the column nearest to each true topic
+        nearest = l1_distances(stream.topic_word[:, :3], snapshot.topic_word).argmin(axis=1)
+        ids = [snapshot.topic_ids[j] for j in nearest]
+        ids_before = ids_before or ids
+        kept_ids &= ids == ids_before
+        for event in snapshot.events:
+            if position > SWITCH and event["type"] == "birth" and birth is None:
+                birth = (position - SWITCH, event)
+                assert event["topic"] not in ids
+                column = snapshot.column(event["topic"])
+                assert np.argmin(l1_distances(stream.topic_word, snapshot.topic_word[:, [column]])) == stream.newborn
+            if position > SWITCH and event["type"] == "death" and death is None:
+                death = (position - SWITCH, event)
+    return model, birth, death, kept_ids
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_birth_and_death_are_reported_and_other_topics_keep_their_ids(seed):
+    """Bounds: the newborn's share of the decayed sums is 0.25 (1 - 2^(-t/h)) t documents after
+    it starts, so its prevalence reaches the 0.15 floor after ~1.3 half-lives; the dead topic's is
+    0.25 2^(-t/h) and falls below the death level (half the floor) after ~1.7 half-lives. The test
+    allows 2 half-lives + one refresh interval for the birth and 4 half-lives for the death
+    (sampling noise and the recovery's own bias at prevalence ~0.1)."""
+    model, birth, death, kept_ids = _follow(seed)
+    assert birth is not None and birth[0] <= 2 * HALF_LIFE + REFRESH, birth
+    assert death is not None and death[0] <= 4 * HALF_LIFE, death
+    assert kept_ids
+    # the history is bounded and spans the stream
+    assert len(model.history) <= 16
+    assert model.history.records[0]["documents_seen"] == 1000
+    assert model.history.records[-1]["documents_seen"] == 6500
+    kinds = {e["type"] for e in model.history.events}
+    assert {"birth", "death"} <= kinds
+
+
+# ------------------------------------------------------------------ history
+def test_history_is_bounded_and_thins_evenly():
+    history = TopicHistory(capacity=8, max_events=5)
+    for v in range(1, 101):
+        history.add(v, v * 10, float(v), [0, v % 3 + 1], [0.6, 0.4], [{"type": "change", "topic": 0}])
+    assert len(history) <= 8
+    versions = [r["version"] for r in history.records]
+    assert versions[0] == 1 and versions[-1] == 100 and versions == sorted(versions)
+    assert len(history.events) == 5 and history.events_dropped == 95
+    xs, ys = history.series(0, by="stream_time")
+    assert xs[-1] == 100.0 and ys == [0.6] * len(ys)
+    again = TopicHistory.from_dict(history.to_dict())
+    assert again.records == history.records
+
+
+# ------------------------------------------------------------------ refresh policy
+def _two_topic_model(**kwargs):
+    return StreamingTopicModel(2, ["apple", "pear", "goal", "match", "plum", "ball"], anchor_min_df=1,
+                               batch_size=4, **kwargs)
+
+
+def test_refresh_every_seconds_of_stream_time():
+    model = _two_topic_model(refresh_every_seconds=10.0)
+    versions = []
+    for i in range(60):
+        model.learn_one("apple pear plum" if i % 2 else "goal match ball", stream_time=float(i))
+        versions.append(None if model.snapshot is None else model.snapshot.version)
+    assert model.snapshot.version == 5  # at t = 10, 20, 30, 40, 50
+    assert model.snapshot.stream_time == 50.0
+    assert model.last_refresh["reason"] == "time"
+
+
+def test_refresh_every_seconds_of_wall_time(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr("streamtopics.policy.time.monotonic", lambda: clock[0])
+    model = _two_topic_model(refresh_every_seconds=5.0, refresh_clock="wall")
+    for i in range(10):
+        model.learn_one("apple pear" if i % 2 else "goal match")
+        clock[0] += 1.0
+    assert model.snapshot is not None and model.snapshot.version == 1
+
+
+def test_drift_signal_fires_when_documents_no_longer_fit():
+    policy = RefreshPolicy(drift=DriftMonitor(threshold=0.5, sample_every=1, baseline_samples=5, smoothing=0.5))
+    model = _two_topic_model()
+    model.policy = policy
+    for _ in range(10):
+        model.learn_one("apple pear apple")
+        model.learn_one("goal match goal")
+    model.refresh()
+    for _ in range(5):
+        model.learn_one("apple pear apple")
+    assert not policy.drift.fired and policy.drift.baseline is not None
+    version = model.snapshot.version
+    for _ in range(10):  # words the snapshot gives almost no probability
+        model.learn_one("plum ball plum ball")
+    assert model.snapshot.version > version
+    assert model.last_refresh["reason"] == "drift"
+
+
+def test_refresh_async_does_not_block_ingestion():
+    stream = drifting_stream(4000, 4000, n_words=120, seed=7)
+    model = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, batch_size=50)
+    model.learn_many(stream.documents[:2000])
+    reference = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, batch_size=50)
+    reference.learn_many(stream.documents[:2000])
+    expected = reference.refresh()
+
+    started, release = threading.Event(), threading.Event()
+    original = model._refresh_from
+
+    def slow_refresh(*args, **kwargs):
+        started.set()
+        assert release.wait(60)  # a refresh that lasts until ingestion below is done
+        return original(*args, **kwargs)
+
+    model._refresh_from = slow_refresh
+    t0 = time.perf_counter()
+    future = model.refresh_async()
+    assert time.perf_counter() - t0 < 5  # only the copy of the sums happened in this thread
+    assert started.wait(10)
+    model.learn_many(stream.documents[2000:3000])  # runs while the refresh is in progress
+    model.statistics()
+    assert not future.done()
+    release.set()
+    snapshot = future.result(60)
+    assert snapshot.documents_seen == 2000 and model.documents_absorbed == 3000
+    assert snapshot.anchors == expected.anchors
+    np.testing.assert_allclose(snapshot.topic_word, expected.topic_word, atol=1e-12)
+    assert model.wait_for_refresh() is snapshot
+
+
+def test_background_automatic_refresh():
+    stream = drifting_stream(3000, 3000, n_words=120, seed=8)
+    model = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, batch_size=50, refresh_every=1000,
+                                refresh_in_background=True)
+    model.learn_many(stream.documents)
+    snapshot = model.wait_for_refresh()
+    assert snapshot is not None and snapshot.documents_seen % 50 == 0
+    assert snapshot.documents_seen >= 1000
