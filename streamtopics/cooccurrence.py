@@ -322,6 +322,23 @@ class CooccurrenceStats:
         self.n_docs += other.n_docs
         return self
 
+    def grow(self, n_words: int) -> None:
+        """Add zero rows and columns for new words at the end (open vocabulary: a repack of the
+        triangle, O(V^2)); the sums of the existing words are unchanged."""
+        from .open_vocabulary import grow_packed
+
+        if n_words < self.n_words:
+            raise ValueError("the statistics can only grow")
+        if n_words == self.n_words:
+            return
+        extra = n_words - self.n_words
+        self.packed = grow_packed(self.packed, self.n_words, n_words)
+        self.word_mass = np.concatenate([self.word_mass, np.zeros(extra)])
+        self.word_counts = np.concatenate([self.word_counts, np.zeros(extra)])
+        self.document_frequency = np.concatenate(
+            [self.document_frequency, np.zeros(extra, self.document_frequency.dtype)])
+        self.n_words = int(n_words)
+
     def rows(self, ids) -> np.ndarray:
         """Full rows of Q_sum for the given word ids (len(ids) x V)."""
         return _gather_rows(self.packed, self.n_words, np.asarray(ids, dtype=np.int64))

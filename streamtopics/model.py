@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -16,6 +17,8 @@ from .anchors import default_min_document_frequency
 from .cooccurrence import CooccurrenceStats
 from .forgetting import DecayedCounter
 from .history import TopicHistory
+from .open_vocabulary import OpenVocabulary
+from .refinement import Reservoir, choose_alpha_scale, refine_topics
 from .policy import DriftMonitor, RefreshPolicy
 from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
@@ -103,6 +106,17 @@ class StreamingTopicModel:
         its prevalence reaches this floor and dies when it falls below half of it or vanishes; minor
         topics (e.g. a spare topic slot picking up noise) make no birth or death events. 0
         (default): every new id is a birth and every vanished id a death.
+    refine_iterations
+        Seeded refinement (DESIGN 2.5, :mod:`~streamtopics.refinement`): after recovery, this many
+        KL-tEM iterations over a reservoir of ``reservoir_size`` documents (the most recent ones
+        with forgetting on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
+        keeping the iterate with the best held-out likelihood (never worse than the recovered
+        topics), and Dirichlet alpha's scale chosen by held-out likelihood. 0 (default): off.
+    max_vocabulary
+        Open vocabulary (:mod:`~streamtopics.open_vocabulary`): unknown words are counted by a
+        space-saving sketch of ``vocabulary_sketch_size`` counters and a word found in at least
+        ``admit_df`` documents joins the vocabulary, up to this many words (None: the vocabulary
+        stays fixed). Needs ``anchor_method="fastanchors"``.
     history_size
         Records kept by :attr:`history` (:class:`~streamtopics.history.TopicHistory`).
     batch_size
@@ -142,15 +156,24 @@ class StreamingTopicModel:
                  refresh_every_seconds: float | None = None, refresh_clock: str = "stream",
                  drift_threshold: float | None = None, refresh_in_background: bool = False,
                  half_life: float | None = None, activity_half_life: float | None = None,
-                 min_prevalence: float = 0.0, history_size: int = 512):
+                 min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 0,
+                 reservoir_size: int = 2000, max_vocabulary: int | None = None, admit_df: int = 20,
+                 vocabulary_sketch_size: int = 1000):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
         if anchor_method not in ANCHOR_METHODS:
             raise ValueError(f"unknown anchor_method {anchor_method!r}; use one of {ANCHOR_METHODS}")
         if half_life is not None and anchor_method != "fastanchors":
             raise ValueError("forgetting (half_life) needs anchor_method='fastanchors': the trackers keep exact sums")
+        if max_vocabulary is not None and anchor_method != "fastanchors":
+            raise ValueError("an open vocabulary needs anchor_method='fastanchors': the trackers have a fixed size")
         self.n_topics = int(n_topics)
         self.anchor_method = anchor_method
+        self.max_vocabulary = max_vocabulary
+        self.admit_df = int(admit_df)
+        self.vocabulary_sketch_size = int(vocabulary_sketch_size)
+        self.open_vocabulary = (None if max_vocabulary is None
+                                else OpenVocabulary(max_vocabulary, admit_df, vocabulary_sketch_size))
         self.half_life = None if half_life is None else float(half_life)
         self.activity_half_life = None if half_life is None else float(activity_half_life or half_life / 8)
         self.activity: DecayedCounter | None = None
@@ -160,6 +183,11 @@ class StreamingTopicModel:
         self.refresh_in_background = bool(refresh_in_background)
         self.history_size = int(history_size)
         self.min_prevalence = float(min_prevalence)
+        self.refine_iterations = int(refine_iterations)
+        self.reservoir_size = int(reservoir_size)
+        self.reservoir = None
+        if self.refine_iterations > 0:
+            self.reservoir = Reservoir(self.reservoir_size, "uniform" if self.half_life is None else "recent")
         self._significant: set[int] = set()
         self.policy = RefreshPolicy(None, refresh_every_seconds, refresh_clock,
                                     None if drift_threshold is None else DriftMonitor(drift_threshold))
@@ -225,8 +253,36 @@ class StreamingTopicModel:
             if len(self._warmup) >= self.warmup_documents:
                 self._freeze_vocabulary()
             return
+        if self.open_vocabulary is not None:
+            counts, rejection, truncated = self._encoder.word_counts(document)
+            if rejection is not None:
+                self._reject(rejection, document, key)
+                return
+            unknown = [w for w in counts if w not in self.vocabulary.index]
+            if unknown:
+                admit = self.open_vocabulary.observe(unknown, len(self.vocabulary))
+                if admit:
+                    self._admit(admit)
+            encoded = self._encoder.encode_counts(counts, self.vocabulary)
+            if not isinstance(encoded, Rejection):
+                encoded.truncated = truncated
+            self._accept(encoded, document, key)
+            return
         encoded = self._encoder.encode(document, self.vocabulary)
         self._accept(encoded, document, key)
+
+    def _admit(self, words: list[str]) -> None:
+        """Append words to the vocabulary and grow every statistic indexed by it. A background
+        refresh works on its own copy and is not waited for; the warm start pads what it
+        publishes (:meth:`_warm_start_point`)."""
+        self._flush()
+        self.vocabulary = Vocabulary(self.vocabulary.words + list(words))
+        n = len(self.vocabulary)
+        self.stats.grow(n)
+        if self.activity is not None:
+            self.activity.stored = np.concatenate([self.activity.stored, np.zeros(n - self.activity.stored.size)])
+        for word in words:
+            self.open_vocabulary.admitted.append((word, self.documents_absorbed))
 
     def learn_many(self, documents, keys: Iterable | None = None) -> None:
         """Absorb many documents: an iterable of anything :meth:`learn_one` takes, or
@@ -279,6 +335,8 @@ class StreamingTopicModel:
             self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)  # held out: not learned yet
         self._pending.append(encoded)
         self._pending_keys.append(hashed_key)
+        if self.reservoir is not None:
+            self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
         if len(self._pending) >= self.batch_size:
             self._flush()
         self._maybe_refresh()
@@ -397,7 +455,7 @@ class StreamingTopicModel:
             if stats.n_docs == 0:
                 raise RuntimeError("no documents absorbed yet: nothing to refresh")
             snapshot = self._refresh_from(self._active_view(stats.view(), self.activity), self.tracker, stats.n_docs,
-                                          position,
+                                          position, self._reservoir_batch(),
                                           self._stream_time if stream_time is None else stream_time)
             self._restart_policy()
             return snapshot
@@ -428,9 +486,11 @@ class StreamingTopicModel:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh")
 
+        reservoir = self._reservoir_batch()
+
         def run():
             with self._refresh_lock:
-                return self._refresh_from(view, tracker, n_docs, position, stream_time)
+                return self._refresh_from(view, tracker, n_docs, position, reservoir, stream_time)
 
         self._pending_refresh = self._executor.submit(run)
         return self._pending_refresh
@@ -457,7 +517,10 @@ class StreamingTopicModel:
             self._pending_refresh.result()
         return self.snapshot
 
-    def _refresh_from(self, view, tracker, n_docs: int, position, stream_time) -> TopicSnapshot:
+    def _reservoir_batch(self):
+        return None if self.reservoir is None or len(self.reservoir) < 30 else self.reservoir.batch()
+
+    def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time) -> TopicSnapshot:
         t0 = time.perf_counter()
         anchors = select_anchors(view, self.n_topics, self.min_document_frequency(view),
                                  self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed,
@@ -466,6 +529,15 @@ class StreamingTopicModel:
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(view, anchors) if self.warm_start else None
         result = recover_topics(view, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
+        refinement = None
+        t_refine = time.perf_counter()
+        if reservoir is not None:
+            refinement = refine_topics(result.topic_word, reservoir, self.refine_iterations)
+            shape = np.asarray(result.alpha, dtype=np.float64)
+            shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
+            scale, _ = choose_alpha_scale(refinement.topic_word, shape, reservoir)
+            result = dataclasses.replace(result, topic_word=refinement.topic_word, alpha=scale * shape)
+        t_refine = time.perf_counter() - t_refine
         t1 = time.perf_counter()
         snapshot = self._publish(result, position, stream_time, n_docs)
         self.last_refresh = {
@@ -475,7 +547,11 @@ class StreamingTopicModel:
             "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
             "iterations_max": int(result.iterations.max()),
             "reason": self.policy.last_reason,
+            "refine_s": t_refine,
         }
+        if refinement is not None:
+            self.last_refresh.update(refinement_heldout=refinement.heldout,
+                                     refinement_best_iteration=refinement.best_iteration)
         self.policy.last_reason = None
         return snapshot
 
@@ -491,12 +567,19 @@ class StreamingTopicModel:
         both = np.concatenate([previous, anchors])
         rows = stats.rows(both) / np.where(mass[both] > 0, mass[both], 1.0)[:, None]
         mapping = match_columns(rows[: previous.size], rows[previous.size:])
-        return self._coefficients[:, mapping]
+        coefficients = self._coefficients
+        if coefficients.shape[0] < stats.n_words:  # words admitted since: start them uniform
+            k = coefficients.shape[1]
+            coefficients = np.vstack([coefficients, np.full((stats.n_words - coefficients.shape[0], k), 1.0 / k)])
+        return coefficients[:, mapping]
 
     def _publish(self, result, position, stream_time, n_docs: int | None = None) -> TopicSnapshot:
         previous = self.snapshot
+        before = None if previous is None else previous.topic_word
+        if before is not None and before.shape[0] < result.topic_word.shape[0]:  # words admitted since
+            before = np.vstack([before, np.zeros((result.topic_word.shape[0] - before.shape[0], before.shape[1]))])
         alignment = align_topics(
-            None if previous is None else previous.topic_word,
+            before,
             None if previous is None else previous.topic_ids,
             result.topic_word, self._next_topic_id, self.match_threshold,
         )
@@ -535,7 +618,7 @@ class StreamingTopicModel:
         self.snapshot = TopicSnapshot(
             version=1 if previous is None else previous.version + 1,
             documents_seen=n_docs,
-            vocabulary=self.vocabulary.words,
+            vocabulary=self.vocabulary.words[: result.topic_word.shape[0]],  # words admitted meanwhile: not yet
             topic_word=result.topic_word,
             anchors=anchors,
             topic_ids=alignment.topic_ids,
@@ -607,6 +690,9 @@ class StreamingTopicModel:
             "drift_threshold": self.drift_threshold, "refresh_in_background": self.refresh_in_background,
             "half_life": self.half_life, "activity_half_life": self.activity_half_life,
             "history_size": self.history_size, "min_prevalence": self.min_prevalence,
+            "refine_iterations": self.refine_iterations, "reservoir_size": self.reservoir_size,
+            "max_vocabulary": self.max_vocabulary, "admit_df": self.admit_df,
+            "vocabulary_sketch_size": self.vocabulary_sketch_size,
         }
 
     def save(self, path) -> Path:
@@ -622,6 +708,12 @@ class StreamingTopicModel:
             arrays.update({f"tracker.{k}": np.asarray(v) for k, v in self.tracker.state_dict().items()})
         if self.activity is not None:
             arrays.update({f"activity.{k}": np.asarray(v) for k, v in self.activity.state_dict().items()})
+        if self.reservoir is not None and len(self.reservoir):
+            items = self.reservoir.items()
+            kept = self.reservoir.batch()
+            arrays.update({"reservoir.indptr": kept.indptr, "reservoir.indices": kept.indices,
+                           "reservoir.counts": kept.counts,
+                           "reservoir.keys": np.array([k for _, _, k in items], np.uint64)})
         if self._coefficients is not None:
             arrays["coefficients"] = self._coefficients
         if self.snapshot is not None:
@@ -639,6 +731,7 @@ class StreamingTopicModel:
             "snapshot": None if self.snapshot is None else _snapshot_meta(self.snapshot),
             "history": self.history.to_dict(),
             "significant": sorted(self._significant),
+            "open_vocabulary": None if self.open_vocabulary is None else self.open_vocabulary.to_dict(),
             "stream_time": self._stream_time,
         }
         return write_state(path, arrays, meta)
@@ -668,12 +761,20 @@ class StreamingTopicModel:
         model._next_topic_id = meta["next_topic_id"]
         model._absorbed_at_refresh = meta["absorbed_at_refresh"]
         model._coefficients = arrays.get("coefficients")
+        if model.reservoir is not None and "reservoir.indptr" in arrays:
+            indptr = arrays["reservoir.indptr"]
+            for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:])):
+                model.reservoir.add(arrays["reservoir.indices"][a:b], arrays["reservoir.counts"][a:b],
+                                    int(arrays["reservoir.keys"][d]))
         if "history" in meta:
             model.history = TopicHistory.from_dict(meta["history"])
         model._stream_time = meta.get("stream_time")
         model._significant = set(meta.get("significant", []))
+        if meta.get("open_vocabulary") is not None:
+            model.open_vocabulary = OpenVocabulary.from_dict(meta["open_vocabulary"])
         if meta["snapshot"] is not None:
-            model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=model.vocabulary.words,
+            model.snapshot = TopicSnapshot(**meta["snapshot"],
+                                           vocabulary=model.vocabulary.words[: arrays["snapshot.topic_word"].shape[0]],
                                            topic_word=arrays["snapshot.topic_word"])
             model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
             model.snapshot.alpha = np.asarray(model.snapshot.alpha)

@@ -319,3 +319,120 @@ def test_background_automatic_refresh():
     snapshot = model.wait_for_refresh()
     assert snapshot is not None and snapshot.documents_seen % 50 == 0
     assert snapshot.documents_seen >= 1000
+
+
+# ------------------------------------------------------------------ seeded refinement
+def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
+    from streamtopics.refinement import completion_log_likelihood, refine_topics, split_for_completion
+    from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
+
+    truth = separable_topics(150, 4, anchors_per_topic=2, anchor_mass=0.2, seed=11)
+    docs = DocumentBatch.from_csr(sample_documents(truth.topic_word, topic_proportions(900, 4, alpha=0.2, seed=12),
+                                                   60, seed=13))
+    rng = np.random.default_rng(14)
+    # a rough seed (what recovery gives from few documents): the truth blurred with noise
+    seed = 0.5 * truth.topic_word + 0.5 * rng.dirichlet(np.ones(150), 4).T
+    refined = refine_topics(seed, docs, iterations=8)
+    assert refined.best_iteration > 0
+    assert max(refined.heldout) == refined.heldout[refined.best_iteration] > refined.heldout[0]
+    assert np.allclose(refined.topic_word.sum(axis=0), 1.0)
+    # closer to the truth than the seed
+    assert (np.abs(refined.topic_word - truth.topic_word).sum() < np.abs(seed - truth.topic_word).sum())
+    # a seed that is already the truth, and a tiny reservoir where EM overfits: never below the seed
+    for topics, reservoir in ((truth.topic_word, docs), (seed, docs.select(np.arange(12)))):
+        result = refine_topics(topics, reservoir, iterations=5)
+        held_rows = np.arange(0, len(reservoir), 3)
+        observed, held = split_for_completion(reservoir.select(held_rows))
+        assert completion_log_likelihood(observed, held, result.topic_word) >= result.heldout[0]
+        assert result.heldout[0] == completion_log_likelihood(observed, held, topics)
+
+
+def test_model_with_refinement_and_alpha_scale(tmp_path):
+    stream = drifting_stream(1500, 1500, n_words=100, seed=9)
+    model = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, refine_iterations=5, reservoir_size=300)
+    model.learn_many(stream.documents)
+    snapshot = model.refresh()
+    trace = model.last_refresh["refinement_heldout"]
+    assert len(trace) == 6 and trace[model.last_refresh["refinement_best_iteration"]] >= trace[0]
+    assert len(model.reservoir) == 300
+    assert np.allclose(snapshot.topic_word.sum(axis=0), 1.0) and snapshot.alpha.sum() > 0
+    restored = StreamingTopicModel.load(model.save(tmp_path / "r.state"))
+    assert len(restored.reservoir) == 300
+    np.testing.assert_array_equal(restored.reservoir.batch().indices, model.reservoir.batch().indices)
+
+
+def test_uniform_reservoir_is_bounded_and_order_independent():
+    from streamtopics.refinement import Reservoir
+
+    rng = np.random.default_rng(15)
+    docs = [(np.array([i % 7, 7 + i % 5], np.int32), np.array([1.0, 2.0]), int(h))
+            for i, h in enumerate(rng.integers(0, 2**63, 500))]
+    a, b, recent = Reservoir(50, "uniform"), Reservoir(50, "uniform"), Reservoir(50, "recent")
+    for ids, counts, h in docs:
+        a.add(ids, counts, h)
+        recent.add(ids, counts, h)
+    for ids, counts, h in docs[::-1]:
+        b.add(ids, counts, h)
+    assert len(a) == len(recent) == 50
+    assert [k for _, _, k in a.items()] == [k for _, _, k in b.items()] == sorted(h for _, _, h in docs)[:50]
+    assert [k for _, _, k in recent.items()] == [h for _, _, h in docs[-50:]]
+
+
+# ------------------------------------------------------------------ open vocabulary
+def _as_counts(stream, d, words):
+    rows = stream.documents
+    a, b = rows.indptr[d], rows.indptr[d + 1]
+    return {words[i]: float(c) for i, c in zip(rows.indices[a:b], rows.data[a:b])}
+
+
+def test_words_first_seen_mid_stream_are_admitted_and_become_anchors(tmp_path):
+    stream = drifting_stream(5500, 2500, seed=2)
+    late = {stream.vocabulary[i] for i in stream.anchors[stream.newborn]}
+    known = [w for w in stream.vocabulary if w not in late]
+    model = StreamingTopicModel(5, known, anchor_min_df=20, half_life=500, min_prevalence=0.15, batch_size=100,
+                                max_vocabulary=len(known) + 10, admit_df=20, vocabulary_sketch_size=50)
+    anchored = None
+    for d in range(5500):
+        model.learn_one(_as_counts(stream, d, stream.vocabulary), key=d)
+        if d >= 999 and (d + 1) % 250 == 0:
+            snapshot = model.refresh()
+            if anchored is None and late & set(snapshot.anchors):
+                anchored = d + 1
+    assert late <= set(model.vocabulary.words)
+    admitted = dict(model.open_vocabulary.admitted)
+    assert set(admitted) == late and all(at > 2500 for at in admitted.values())
+    assert anchored is not None and anchored <= 2500 + 2000, anchored
+    births = [e for e in model.history.events if e["type"] == "birth" and e["documents_seen"] > 2500]
+    assert births and births[0]["anchor"] in late
+    restored = StreamingTopicModel.load(model.save(tmp_path / "open.state"))
+    assert restored.vocabulary == model.vocabulary and restored.open_vocabulary.admitted == model.open_vocabulary.admitted
+
+
+def test_open_vocabulary_memory_is_bounded_under_unique_junk():
+    known = [f"w{i}" for i in range(20)]
+    model = StreamingTopicModel(2, known, anchor_min_df=1, max_vocabulary=40, admit_df=5, vocabulary_sketch_size=64)
+    for d in range(20_000):
+        doc = {f"w{d % 20}": 2.0, f"w{(d + 1 + d // 20) % 20 if (d + 1 + d // 20) % 20 != d % 20 else (d + 2) % 20}": 1.0}
+        doc.update({f"junk{d}_{j}": 1.0 for j in range(5)})  # never seen twice
+        model.learn_one(doc, key=d)
+    sketch = model.open_vocabulary.sketch
+    assert len(sketch) <= 64 and len(sketch._heap) <= 4 * 64 + 16
+    assert len(model.vocabulary) == 20 and model.statistics().n_words == 20
+    assert model.documents_absorbed == 20_000
+
+
+def test_growing_the_statistics_keeps_the_sums():
+    rng = np.random.default_rng(16)
+    batch = _random_batch(rng, 100, 12)
+    stats = CooccurrenceStats(12)
+    stats.update(batch)
+    dense = stats.to_dense()
+    stats.grow(17)
+    grown = stats.to_dense()
+    assert np.array_equal(grown[:12, :12], dense) and not grown[12:].any() and not grown[:, 12:].any()
+    more = _random_batch(rng, 50, 17)
+    stats.update(more)
+    reference = CooccurrenceStats(17)
+    reference.update(DocumentBatch(batch.indptr, batch.indices, batch.counts, batch.keys))
+    reference.update(more)
+    np.testing.assert_array_equal(stats.to_dense(), reference.to_dense())

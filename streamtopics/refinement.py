@@ -1,0 +1,184 @@
+"""Seeded likelihood refinement of recovered topics (DESIGN 2.5; Awasthi & Risteski 2015).
+
+Anchor recovery gives every topic a good start ("seeded initialisation"); alternating KL
+minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of recent documents:
+
+* E-step: each document's mixture gamma_d minimises KL(f_d || A gamma_d)
+  (:func:`~streamtopics.inference.infer_mixtures`);
+* M-step: ``A_jk <- A_jk * sum_d H_dj gamma_dk / (A gamma_d)_j``, then every column is
+  renormalised. With token counts H_d as weights this is the EM step of the multinomial
+  mixture likelihood ``sum_d sum_j H_dj log (A gamma_d)_j``, so the reservoir's own likelihood
+  never decreases.
+
+What must not decrease is the likelihood of documents *not* used for fitting. The reservoir is
+therefore split: every third document is held out and scored by document completion (gamma fitted
+on half of each held-out document's distinct words, the log-likelihood per token measured on the
+other half). Every iterate is scored, and :func:`refine_topics` returns the best, the seed being
+iterate 0: refinement never lowers the held-out likelihood relative to its seed, by construction.
+
+The scale of Dirichlet alpha (recovery gives alpha up to a scale, proportional to the topic
+prevalences) is chosen on the same held-out half: the completion mixture is the posterior-mean
+style blend ``(n_obs gamma + alpha) / (n_obs + sum alpha)`` and the scale with the best held-out
+likelihood per token wins (:func:`choose_alpha_scale`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from .documents import DocumentBatch
+from .inference import infer_mixtures
+
+LOG_FLOOR = 1e-9  # probability floor when scoring: a word no topic holds costs log(1e-9)
+
+
+class Reservoir:
+    """A bounded sample of the stream's documents (word ids and counts).
+
+    ``"recent"``: the ``capacity`` most recent documents (what a forgetting model's sums weigh
+    most). ``"uniform"``: a uniform sample of everything seen, deterministic and independent of
+    arrival order: the ``capacity`` documents with the smallest key hashes (bottom-k sampling; the
+    hash of a document's key is a uniform 64-bit number), so replaying, resuming or merging
+    streams gives the same sample. A reservoir of recent documents is not representative of a
+    stream that is ordered by subject (see benchmarks/refinement.py), hence uniform for exact
+    sums.
+    """
+
+    def __init__(self, capacity: int = 2000, kind: str = "recent"):
+        if kind not in ("recent", "uniform"):
+            raise ValueError("a reservoir is 'recent' or 'uniform'")
+        self.capacity = int(capacity)
+        self.kind = kind
+        self.documents: deque = deque(maxlen=self.capacity)  # recent
+        self._heap: list = []  # uniform: (-key hash, -arrival, ids, counts), largest kept hash on top
+        self._added = 0
+
+    def __len__(self) -> int:
+        return len(self.documents) if self.kind == "recent" else len(self._heap)
+
+    def add(self, ids: np.ndarray, counts: np.ndarray, key_hash: int = 0) -> None:
+        if self.kind == "recent":
+            self.documents.append((np.array(ids, np.int32), np.array(counts, np.float64), int(key_hash)))
+            return
+        self._added += 1  # ties (equal hashes: equal contents) broken by arrival, never by the arrays
+        item = (-int(key_hash), -self._added, np.array(ids, np.int32), np.array(counts, np.float64))
+        if len(self._heap) < self.capacity:
+            heapq.heappush(self._heap, item)
+        elif -item[0] < -self._heap[0][0]:
+            heapq.heapreplace(self._heap, item)
+
+    def items(self) -> list:
+        """``(ids, counts, key_hash)`` of the kept documents (uniform: in key-hash order)."""
+        if self.kind == "recent":
+            return list(self.documents)
+        return [(ids, counts, -h) for h, _, ids, counts in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+
+    def batch(self) -> DocumentBatch:
+        return batch_of([(ids, counts) for ids, counts, _ in self.items()])
+
+
+def batch_of(docs) -> DocumentBatch:
+    indptr = np.zeros(len(docs) + 1, np.int64)
+    indptr[1:] = np.cumsum([ids.size for ids, _ in docs])
+    indices = np.concatenate([ids for ids, _ in docs]).astype(np.int32) if docs else np.zeros(0, np.int32)
+    counts = np.concatenate([c for _, c in docs]).astype(np.float64) if docs else np.zeros(0)
+    return DocumentBatch(indptr, indices, counts, np.zeros(len(docs), np.uint64))
+
+
+def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
+    """Each document's distinct words alternately into an observed and a held-out half
+    (documents with fewer than 2 distinct words are dropped)."""
+    observed, held = [], []
+    for a, b in zip(batch.indptr[:-1], batch.indptr[1:]):
+        ids, counts = batch.indices[a:b], batch.counts[a:b]
+        if ids.size < 2:
+            continue
+        observed.append((ids[0::2], counts[0::2]))
+        held.append((ids[1::2], counts[1::2]))
+    return batch_of(observed), batch_of(held)
+
+
+def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,
+                              alpha: np.ndarray | None = None) -> float:
+    """Held-out log-likelihood per token: gamma fitted on ``observed`` (optionally blended with
+    the Dirichlet ``alpha``), each held-out token scored by ``log (A gamma)_j``."""
+    gamma = infer_mixtures(observed, topic_word, None, max_iter=100, tol=1e-5)
+    if alpha is not None:
+        n_obs = np.add.reduceat(observed.counts, observed.indptr[:-1])[:, None] if observed.counts.size else 0
+        gamma = (n_obs * gamma + alpha[None, :]) / (n_obs + alpha.sum())
+    total, tokens = 0.0, 0.0
+    for d, (a, b) in enumerate(zip(held.indptr[:-1], held.indptr[1:])):
+        p = topic_word[held.indices[a:b]] @ gamma[d]
+        total += float(held.counts[a:b] @ np.log(np.maximum(p, LOG_FLOOR)))
+        tokens += float(held.counts[a:b].sum())
+    return total / max(tokens, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _m_step(indptr, indices, counts, topic_word, gamma, out):
+    k = topic_word.shape[1]
+    for d in range(indptr.size - 1):
+        for p in range(indptr[d], indptr[d + 1]):
+            j = indices[p]
+            fhat = 0.0
+            for a in range(k):
+                fhat += topic_word[j, a] * gamma[d, a]
+            if fhat <= 0.0:
+                continue
+            scale = counts[p] / fhat
+            for a in range(k):
+                out[j, a] += scale * topic_word[j, a] * gamma[d, a]
+
+
+def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, prior=None) -> np.ndarray:
+    """One E-step and M-step of KL-tEM over ``batch``; returns the new V x K topic matrix."""
+    gamma = infer_mixtures(batch, topic_word, prior, max_iter=100, tol=1e-5)
+    out = np.zeros_like(topic_word)
+    _m_step(batch.indptr, batch.indices, batch.counts, topic_word, gamma, out)
+    sums = out.sum(axis=0)
+    empty = sums <= 0
+    out[:, ~empty] /= sums[~empty]
+    out[:, empty] = topic_word[:, empty]  # a topic no document uses keeps its seed column
+    return out
+
+
+@dataclass
+class Refinement:
+    topic_word: np.ndarray
+    heldout: list[float] = field(default_factory=list)  # held-out LL per token of iterates 0 (seed), 1, ...
+    best_iteration: int = 0
+
+
+def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: int = 10, prior=None,
+                  holdout_every: int = 3) -> Refinement:
+    """KL-tEM seeded with ``topic_word`` on the reservoir's fitting part; the iterate with the best
+    held-out completion likelihood is returned (iterate 0 = the seed, so never worse)."""
+    seed = np.ascontiguousarray(topic_word, dtype=np.float64)
+    n = len(reservoir)
+    held_rows = np.arange(0, n, holdout_every)
+    fit_rows = np.setdiff1d(np.arange(n), held_rows)
+    fit = reservoir.select(fit_rows)
+    observed, held = split_for_completion(reservoir.select(held_rows))
+    current = seed
+    best = Refinement(seed, [completion_log_likelihood(observed, held, seed)], 0)
+    for it in range(1, iterations + 1):
+        current = kl_tem_step(fit, current, prior)
+        score = completion_log_likelihood(observed, held, current)
+        best.heldout.append(score)
+        if score > best.heldout[best.best_iteration]:
+            best.topic_word, best.best_iteration = current, it
+    return best
+
+
+def choose_alpha_scale(topic_word: np.ndarray, prevalence: np.ndarray, reservoir: DocumentBatch,
+                       scales=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)) -> tuple[float, dict[float, float]]:
+    """The scale c of ``alpha = c * prevalence`` with the best held-out completion likelihood."""
+    observed, held = split_for_completion(reservoir)
+    prevalence = np.asarray(prevalence, dtype=np.float64) / np.sum(prevalence)
+    scores = {float(c): completion_log_likelihood(observed, held, topic_word, c * prevalence) for c in scales}
+    return max(scores, key=scores.get), scores
