@@ -105,6 +105,26 @@ class CheckpointStore:
         self._lock = _lock_directory(self.directory)
         self.member_id = self._member_id()
 
+    @classmethod
+    def reader(cls, directory, keep: int = 3) -> "CheckpointStore":
+        """A view of another consumer's directory that only reads (:meth:`checkpoints`,
+        :meth:`latest`): no lock taken, nothing written, renamed or pruned. Safe while its owner
+        writes, because manifests and state files are replaced atomically."""
+        store = cls.__new__(cls)
+        store.directory, store.keep, store._lock = Path(directory), int(keep), None
+        member = store.directory / "member-id"
+        store.member_id = member.read_text().strip() if member.exists() else None
+        return store
+
+    def latest(self) -> Checkpoint | None:
+        """The newest checkpoint whose manifest is intact (its state file not checked)."""
+        for sequence in sorted(self._sequences("json"), reverse=True):
+            try:
+                return self._read_manifest(sequence)
+            except CorruptStateError:
+                continue
+        return None
+
     def _member_id(self) -> str:
         path = self.directory / "member-id"
         if not path.exists():

@@ -9,8 +9,9 @@ Every option is also a key of the config file (``--config``, TOML or JSON; the o
 underscores, optionally inside a ``[consume]`` table) and an environment variable
 (``STREAMTOPICS_`` + the key in capitals). Flags win over the environment, which wins over the
 file. SIGTERM or Ctrl-C stops it gracefully: the batch is finished, a checkpoint written, offsets
-committed. The options are generated from :class:`~consumers.kafka_consumer.ConsumerConfig`, so
-the two never disagree.
+committed. ``--workers N`` scales out over the consumer group instead: N worker processes and
+one refresher sharing a state store (:mod:`consumers.group`). The options are generated from
+:class:`~consumers.kafka_consumer.ConsumerConfig`, so the two never disagree.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import MISSING, fields
 
 import click
 
+from .group import group_options, run_group
 from .kafka_consumer import ENV_PREFIX, ConsumerConfig, TopicModelConsumer, field_kinds
 
 _HINTS = typing.get_type_hints(ConsumerConfig)
@@ -90,8 +92,9 @@ def _overrides(settings: dict) -> dict:
 @click.option("--show-config", is_flag=True, help="Print the effective settings as JSON and exit.")
 @click.option("--log-level", default="INFO", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@group_options
 @_config_options
-def consume(config_file, show_config, log_level, **settings):
+def consume(config_file, show_config, log_level, workers, group_store, refresh_interval, **settings):
     """Consume Kafka topics into a streaming topic model: exactly-once model state (checkpoint,
     then commit), snapshots to a topic and a directory, per-document topic mixtures, dead letters."""
     try:
@@ -104,6 +107,11 @@ def consume(config_file, show_config, log_level, **settings):
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
+    if workers:
+        try:
+            sys.exit(run_group(config, workers, group_store, refresh_interval, log_level))
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
     service = TopicModelConsumer(config)
     service.install_signal_handlers()
     metrics = service.run()

@@ -22,7 +22,12 @@ member id in their metadata so the two cases can be told apart.
 
 Several members of one group each keep the statistics of the partitions they read (DESIGN 5:
 partial statistics, summed by a refresher); use ``group_instance_id`` (static membership) so that
-a restarted member gets its partitions back without a rebalance.
+a restarted member gets its partitions back without a rebalance. Scale-out workers
+(:mod:`consumers.group`) pass a ``group`` view of the shared store: a newly assigned partition
+then starts at the furthest offset any member checkpointed for it, the worker never refreshes,
+and it takes the group's snapshots (announced on the snapshot topic) for per-document mixtures.
+Every checkpoint records, per partition, the offset ranges its statistics count
+(``counters["ranges"]``), so a refresher can prove that no document is in two partial states.
 """
 
 from __future__ import annotations
@@ -512,8 +517,9 @@ class TopicModelConsumer:
     :meth:`run` blocks until :meth:`stop` (or a signal, after :meth:`install_signal_handlers`).
     """
 
-    def __init__(self, config: ConsumerConfig):
+    def __init__(self, config: ConsumerConfig, group=None):
         self.config = config
+        self.group = group  # consumers.group.GroupView of a scale-out worker, else None
         self.metrics = ConsumerMetrics()
         self.decoder = config.message_decoder()
         self.outputs = Outputs(config, self.metrics)
@@ -536,6 +542,7 @@ class TopicModelConsumer:
             self._warn_on_config_drift()
             log.info("restored checkpoint %d: %d documents, offsets %s", self.restored.checkpoint.sequence,
                      self.model.documents_absorbed, _offsets_text(self.positions))
+        self._counters.setdefault("ranges", {})  # "topic/partition" -> [[start, end), ...] counted here
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
         self._refresh = Trigger(config.refresh_every_documents, config.refresh_every_seconds,
@@ -669,6 +676,9 @@ class TopicModelConsumer:
                     self._in_flight = None
                     self._advance_stream_time(decoded.timestamp, record.timestamp)
                 self.positions[position] = record.offset + 1
+            self._extend_range(position)
+        if self.group is not None and self.config.doc_topics_topic:
+            self.group.follow_snapshots(self.model)
         if absorbed and self.config.doc_topics_topic and self.model.snapshot is not None:
             snapshot = self.model.snapshot
             mixtures = self.model.infer([document for _, _, document in absorbed])
@@ -727,6 +737,8 @@ class TopicModelConsumer:
 
     # ------------------------------------------------------------------ refresh
     def _maybe_refresh(self) -> None:
+        if self.group is not None:
+            return  # a scale-out worker: the group's refresher refreshes
         if self._refresh.due(self.model.documents_absorbed) and self.model.vocabulary is not None:
             self.refresh()
 
@@ -814,6 +826,12 @@ class TopicModelConsumer:
             self.checkpoint(commit_async=True)
         except Exception:  # noqa: BLE001 - kafka-python would only log it
             log.exception("checkpoint on revocation of %s failed", sorted(revoked))
+            if self.group is not None:
+                # The next owner starts at our last checkpoint; documents we hold beyond it
+                # would be counted twice if a later checkpoint of ours included them. Leave
+                # now: a restarted worker resumes from its last checkpoint.
+                log.critical("scale-out worker cannot checkpoint before giving partitions up: exiting")
+                os._exit(75)
 
     def _on_assigned(self, assigned) -> None:
         """Pause new partitions until :meth:`_place_assigned` seeks them (on the polling thread,
@@ -833,12 +851,31 @@ class TopicModelConsumer:
             self._consumer.resume(tp)
             self._unplaced.discard(tp)
             self.positions[(tp.topic, tp.partition)] = start
+            self._open_range((tp.topic, tp.partition), start)
             log.info("reading %s/%d from offset %d", tp.topic, tp.partition, start)
+
+    def _open_range(self, position: tuple[str, int], start: int) -> None:
+        """Counting of ``position`` (re)starts at ``start``: a new range unless it continues the last."""
+        ranges = self._counters["ranges"].setdefault(f"{position[0]}/{position[1]}", [])
+        if not ranges or ranges[-1][1] != start:
+            ranges.append([start, start])
+
+    def _extend_range(self, position: tuple[str, int]) -> None:
+        ranges = self._counters["ranges"].get(f"{position[0]}/{position[1]}")
+        if ranges:
+            ranges[-1][1] = self.positions[position]
+        else:  # placed before ranges were recorded (an older checkpoint): count from here
+            self._open_range(position, self.positions[position])
 
     def _start_offset(self, tp: TopicPartition) -> int:
         """Our checkpoint's offset, unless another member committed further (its statistics hold
-        those documents); for a partition nobody read, ``auto_offset_reset``."""
+        those documents) or -- in a scale-out group -- checkpointed further in the shared store;
+        for a partition nobody read, ``auto_offset_reset``."""
         own = self.positions.get((tp.topic, tp.partition))
+        if self.group is not None:
+            peer = self.group.peer_offset(tp.topic, tp.partition)
+            if peer is not None and (own is None or peer > own):
+                own = peer
         committed = self._consumer.committed(tp, metadata=True, timeout_ms=int(self.config.flush_timeout_s * 1000))
         if committed is not None and committed.offset >= 0 and _commit_member(committed.metadata) != self.store.member_id:
             if own is None or committed.offset > own:

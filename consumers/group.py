@@ -1,0 +1,405 @@
+"""Scale-out over a Kafka consumer group: partial statistics per worker, one merged model.
+
+Topology (DESIGN 5)::
+
+    topic (P partitions) --> worker 1 .. worker N   (one consumer group, fixed vocabulary)
+                               | partial checkpoints + counted offset ranges
+                               v
+                        shared StateStore  <-- refresher: merge (sum), refresh, publish
+                               ^                       |
+                               |   full snapshots      v
+          workers <-- snapshot topic (version notices) + store --> per-document mixtures
+
+* **Workers** are :class:`~consumers.kafka_consumer.TopicModelConsumer` processes with a
+  :class:`GroupView`: each checkpoints its partial statistics under its member name in the store,
+  never refreshes, checkpoints (and commits) in the revocation callback before giving partitions
+  up, and starts a newly assigned partition at the furthest offset any member checkpointed for
+  it -- so a partition's documents are counted by exactly one worker's newest checkpoint, and a
+  worker that dies keeps counting up to its last checkpoint while its partitions move on from
+  there. Each checkpoint lists the offset ranges it counts per partition.
+* The **refresher** (:class:`Refresher`, one process; the store's ``refresher.lock`` keeps it
+  single) reads the newest partial checkpoint of every worker, checks that no two count the
+  same offsets, sums them, refreshes (anchors, recovery warm-started from its previous solution,
+  topic ids aligned with its previous snapshot) and publishes the snapshot to the store and the
+  snapshot topic.
+* Workers follow the snapshot topic (a version notice per snapshot) and take the full snapshot
+  from the store to publish per-document topic mixtures.
+
+``streamtopics consume --workers N --group-store DIR`` runs N workers and a refresher as child
+processes (:func:`run_group`); ``python -m consumers.group worker|refresher`` runs one role, so
+several machines can point at one store (a shared file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
+
+from streamtopics import StreamingTopicModel, TopicSnapshot
+
+from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
+from .store import DirectoryStateStore, StateStore, coverage, frontier, merge_partials, overlaps
+
+log = logging.getLogger("streamtopics.group")
+
+
+# --------------------------------------------------------------------------- workers
+
+
+class GroupView:
+    """What a worker needs of its group: where a newly assigned partition starts (the store's
+    furthest checkpointed offset, by any other member) and the group's latest snapshot."""
+
+    def __init__(self, store: StateStore, member: str, config: ConsumerConfig, follow_every_s: float = 1.0):
+        self.store = store
+        self.member = member
+        self.config = config
+        self.follow_every_s = follow_every_s
+        self._reader: KafkaConsumer | None = None
+        self._next_look = 0.0
+
+    def peer_offset(self, topic: str, partition: int) -> int | None:
+        return self.store.checkpointed_offset(topic, partition, exclude=self.member)
+
+    def follow_snapshots(self, model: StreamingTopicModel) -> None:
+        """Take the newest snapshot announced on the snapshot topic (or, without one, found in
+        the store) as ``model.snapshot`` for inference; at most once per ``follow_every_s``."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return
+        self._next_look = now + self.follow_every_s
+        current = 0 if model.snapshot is None else model.snapshot.version
+        version = self._announced_version() if self.config.snapshot_topic else None
+        if version is None and not self.config.snapshot_topic:
+            latest = self.store.latest_snapshot()
+            version = None if latest is None else latest.version
+        if version is None or version <= current:
+            return
+        snapshot = self.store.snapshot(version)
+        if snapshot is not None and snapshot.vocabulary == model.vocabulary.words:
+            model.snapshot = snapshot
+            log.info("using the group's snapshot %d", version)
+
+    def _announced_version(self) -> int | None:
+        try:
+            if self._reader is None:
+                reader = KafkaConsumer(**self.config.client_settings(), enable_auto_commit=False, group_id=None,
+                                       consumer_timeout_ms=100)
+                partitions = reader.partitions_for_topic(self.config.snapshot_topic)
+                if not partitions:
+                    reader.close()
+                    return None
+                reader.assign([TopicPartition(self.config.snapshot_topic, p) for p in partitions])
+                reader.seek_to_beginning()
+                self._reader = reader
+            newest = None
+            for records in self._reader.poll(timeout_ms=0).values():
+                for record in records:
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        if record.key == self.config.model_name.encode():
+                            version = int(json.loads(record.value)["version"])
+                            newest = version if newest is None else max(newest, version)
+            return newest
+        except KafkaError as error:
+            log.warning("cannot read the snapshot topic (%s)", error)
+            return None
+
+    def close(self) -> None:
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                self._reader.close()
+            self._reader = None
+
+
+def worker_config(config: ConsumerConfig, store: DirectoryStateStore, member: str) -> ConsumerConfig:
+    """A worker's settings: its checkpoints under its member name in the store, no refreshes of
+    its own, no snapshot outputs (the refresher's), static membership under its name (so a
+    restarted worker gets its partitions back without a rebalance)."""
+    return replace(config, checkpoint_dir=str(store.member_dir(member)), refresh_every_documents=0,
+                   refresh_every_seconds=0.0, snapshot_dir=None,
+                   group_instance_id=f"{config.group_instance_id or config.group_id}-{member}",
+                   client_id=f"{config.client_id}-{member}")
+
+
+class Worker(TopicModelConsumer):
+    """A scale-out worker (see the module docstring)."""
+
+    def __init__(self, config: ConsumerConfig, store: DirectoryStateStore, member: str):
+        self.view = GroupView(store, member, config)
+        super().__init__(worker_config(config, store, member), group=self.view)
+        if self.model.vocabulary is None:
+            raise ValueError("scale-out workers need a fixed vocabulary (--vocabulary): partial "
+                             "statistics can only be summed over the same words")
+
+    def _shutdown(self, checkpoint: bool) -> None:
+        try:
+            super()._shutdown(checkpoint)
+        finally:
+            self.view.close()
+
+
+# --------------------------------------------------------------------------- refresher
+
+
+class Refresher:
+    """Merges the newest partial states, refreshes, publishes (see the module docstring).
+
+    :meth:`refresh_once` does one round (None when nothing changed or the partial states are
+    inconsistent); :meth:`run` repeats it every ``interval`` seconds until :meth:`stop`, then
+    does a last one."""
+
+    def __init__(self, config: ConsumerConfig, store: DirectoryStateStore, interval: float = 10.0):
+        self.config = replace(config, snapshot_dir=None, doc_topics_topic=None, dead_letter_topic=None)
+        self.store = store
+        self.interval = interval
+        self.metrics = ConsumerMetrics()
+        self.outputs = Outputs(self.config, self.metrics)
+        self._lock = _lock_file(store.refresher_dir / "refresher.lock")
+        self._stop = threading.Event()
+        self._last_key: tuple | None = None
+        self.snapshot: TopicSnapshot | None = store.latest_snapshot()
+        state = store.load_refresher_state()
+        self._coefficients, self._next_topic_id = None, 0
+        if state is not None and self.snapshot is not None and state[2] == self.snapshot.version:
+            self._coefficients, self._next_topic_id = state[0], state[1]
+        elif self.snapshot is not None:
+            self._next_topic_id = max(self.snapshot.topic_ids) + 1
+        self.last: dict = {}
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum, frame):
+            signal.signal(signum, signal.SIG_DFL)
+            self.stop()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, handler)
+
+    def run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._round()
+                self._stop.wait(self.interval)
+            self._round()
+        finally:
+            self.close()
+
+    def _round(self) -> None:
+        try:
+            self.refresh_once()
+        except Exception:  # noqa: BLE001 - a failed round must not stop the refresher
+            self.metrics.increment("refresh_failures")
+            log.exception("refresh round failed; retrying in %.1f s", self.interval)
+
+    def refresh_once(self, force: bool = False) -> TopicSnapshot | None:
+        t0 = time.perf_counter()
+        partials = self.store.partials()
+        key = tuple(p.key for p in partials)
+        if not partials or (key == self._last_key and not force):
+            return None
+        clash = overlaps(partials)
+        if clash:
+            log.error("partial states count the same offsets (a worker kept absorbing after its partitions "
+                      "were taken); not publishing: %s", "; ".join(clash))
+            self.metrics.increment("refresh_failures")
+            return None
+        merged = merge_partials(self.store, partials)
+        t_merge = time.perf_counter() - t0
+        merged.snapshot, merged._coefficients, merged._next_topic_id = (
+            self.snapshot, self._coefficients, self._next_topic_id)
+        position = {}
+        for (topic, partition), offset in sorted(frontier(partials).items()):
+            position.setdefault(topic, {})[str(partition)] = offset
+        snapshot = merged.refresh(position=position)
+        t_refresh = time.perf_counter() - t0 - t_merge
+        self.store.save_snapshot(snapshot)
+        self.store.save_refresher_state(merged._coefficients, merged._next_topic_id, snapshot.version)
+        self.outputs.connect()
+        self.outputs.snapshot(snapshot)
+        self.outputs.flush()
+        self.snapshot, self._coefficients, self._next_topic_id = (
+            snapshot, merged._coefficients, merged._next_topic_id)
+        self._last_key = key
+        self.merged = merged
+        self.last = {"partials": len(partials), "documents": snapshot.documents_seen, "merge_s": t_merge,
+                     "refresh_s": t_refresh, "total_s": time.perf_counter() - t0, "version": snapshot.version}
+        self.metrics.increment("refreshes")
+        log.info("snapshot %d from %d partial states, %d documents (merge %.2f s, refresh %.2f s)",
+                 snapshot.version, len(partials), snapshot.documents_seen, t_merge, t_refresh)
+        return snapshot
+
+    def close(self) -> None:
+        self.outputs.close()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+def _lock_file(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RuntimeError(f"another refresher holds {path}") from None
+    return fd
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _child(role: str, config_path: Path, store: Path, member: str | None, interval: float,
+           log_level: str) -> list[str]:
+    args = [sys.executable, "-m", "consumers.group", role, "--config", str(config_path), "--store", str(store),
+            "--log-level", log_level]
+    if member:
+        args += ["--member", member]
+    if role == "refresher":
+        args += ["--interval", str(interval)]
+    return args
+
+
+def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None, refresh_interval: float = 10.0,
+              log_level: str = "INFO", restart_failed: bool = True) -> int:
+    """``consume --workers N``: N worker processes and one refresher on this machine, sharing
+    ``store_dir`` (default: the checkpoint directory). A worker that dies abnormally is restarted
+    (it resumes from its checkpoint); SIGTERM/SIGINT stop all of them gracefully. Returns the
+    exit status (0 when every child stopped cleanly)."""
+    if workers < 1:
+        raise ValueError("--workers must be at least 1")
+    if not config.vocabulary:
+        raise ValueError("--workers needs a fixed --vocabulary (partial statistics are summed over the same words)")
+    store = DirectoryStateStore(store_dir or config.checkpoint_dir)
+    config_path = store.root / "group-config.json"
+    config_path.write_text(json.dumps(config.to_dict(redact=False), indent=1))
+    os.chmod(config_path, 0o600)
+    stopping = threading.Event()
+    children: dict[str, subprocess.Popen] = {}
+
+    def start(name: str) -> None:
+        role, member = ("refresher", None) if name == "refresher" else ("worker", name)
+        children[name] = subprocess.Popen(_child(role, config_path, store.root, member, refresh_interval, log_level))
+
+    def handler(signum, frame):
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)
+    names = [f"worker-{i}" for i in range(workers)]
+    for name in names:
+        start(name)
+    start("refresher")
+    status = 0
+    while not stopping.is_set():
+        finished = {n: p.poll() for n, p in children.items() if p.poll() is not None}
+        workers_done = all(n in finished for n in names)
+        for name, code in finished.items():
+            if name != "refresher" and code == 0:
+                continue  # stopped on its own (stop_when_idle)
+            if restart_failed and not workers_done:
+                log.warning("%s exited with %s: restarting it", name, code)
+                start(name)
+            else:
+                status = status or code
+        if workers_done:
+            break
+        stopping.wait(0.5)
+    for name, proc in children.items():  # workers first, then the refresher (last refresh)
+        if proc.poll() is None and name != "refresher":
+            proc.send_signal(signal.SIGTERM)
+    for name, proc in children.items():
+        if name != "refresher":
+            status = status or proc.wait()
+    refresher = children["refresher"]
+    if refresher.poll() is None:
+        refresher.send_signal(signal.SIGTERM)
+    status = status or refresher.wait()
+    return status
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+@click.group("group")
+def cli():
+    """Roles of a scale-out group (normally started by ``streamtopics consume --workers N``)."""
+
+
+@cli.command("worker")
+@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--store", required=True, type=click.Path(file_okay=False))
+@click.option("--member", required=True, help="Member name: its checkpoints are STORE/members/NAME.")
+@click.option("--log-level", default="INFO")
+def worker_command(config_file, store, member, log_level):
+    """One worker: absorb the assigned partitions into partial statistics, checkpoint to the store."""
+    _setup_logging(log_level)
+    service = Worker(ConsumerConfig.load(config_file), DirectoryStateStore(store), member)
+    service.install_signal_handlers()
+    metrics = service.run()
+    click.echo(json.dumps(metrics.as_dict()))
+
+
+@cli.command("refresher")
+@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--store", required=True, type=click.Path(file_okay=False))
+@click.option("--interval", default=10.0, show_default=True, help="Seconds between refresh rounds.")
+@click.option("--log-level", default="INFO")
+def refresher_command(config_file, store, interval, log_level):
+    """The refresher: merge the newest partial states, refresh, publish."""
+    _setup_logging(log_level)
+    refresher = Refresher(ConsumerConfig.load(config_file), DirectoryStateStore(store), interval)
+    refresher.install_signal_handlers()
+    refresher.run()
+
+
+@cli.command("status")
+@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False))
+def status_command(store):
+    """The store's partial states: documents, offsets covered, overlaps (must be none)."""
+    partials = DirectoryStateStore(store).partials()
+    out = {"partials": [{"member": p.member, "sequence": p.checkpoint.sequence,
+                         "offsets": {f"{t}/{q}": o for (t, q), o in sorted(p.checkpoint.offsets.items())}}
+                        for p in partials],
+           "coverage": {f"{t}/{q}": r for (t, q), r in sorted(coverage(partials).items())},
+           "overlaps": overlaps(partials)}
+    click.echo(json.dumps(out, indent=1))
+
+
+#: options to add to ``consume`` (see :func:`group_options`)
+def group_options(command):
+    """Decorate the ``consume`` command with ``--workers``, ``--group-store``, ``--refresh-interval``."""
+    command = click.option("--refresh-interval", type=float, default=10.0, show_default=True,
+                           help="With --workers: seconds between the refresher's merge+refresh rounds.")(command)
+    command = click.option("--group-store", type=click.Path(file_okay=False), default=None,
+                           help="With --workers: the group's shared state store directory "
+                                "[default: the checkpoint directory].")(command)
+    command = click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+                           help="Scale out: run N worker processes in the consumer group and one refresher "
+                                "that merges their partial statistics (needs --vocabulary).")(command)
+    return command
+
+
+if __name__ == "__main__":
+    cli(prog_name="python -m consumers.group")
