@@ -3,7 +3,7 @@
 Stream: :func:`streamtopics.drifting.drifting_stream`, 4 live topics over 200 words, 40 tokens per
 document; at document ``--switch`` one topic (share s) stops and a new one (share s) starts. The
 model keeps one spare topic slot (K = 5), refreshes every ``--refresh`` documents, and reports
-births/deaths of significant topics (``min_prevalence = s / 2``). Delay = documents after the
+births/deaths of significant topics; memory: exponential forgetting, a sliding window, or exact sums (``min_prevalence = s / 2``). Delay = documents after the
 switch until the first birth event whose topic is nearest (L1) to the new true topic, and until
 the death of the topic nearest to the stopped one ("-" = not within the stream).
 
@@ -23,10 +23,10 @@ from streamtopics.drifting import drifting_stream
 from streamtopics.model import StreamingTopicModel
 
 
-def delays(share: float, half_life: float | None, seed: int, n_docs: int, switch: int, refresh: int):
+def delays(share: float, memory: dict, seed: int, n_docs: int, switch: int, refresh: int):
     stream = drifting_stream(n_docs, switch, share=share, seed=seed)
-    model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=half_life, batch_size=refresh,
-                                min_prevalence=share / 2)
+    model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, batch_size=refresh,
+                                min_prevalence=share / 2, **memory)
     birth = death = None
     dying_id = None
     for start in range(0, n_docs, refresh):
@@ -61,6 +61,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.1, 0.25, 0.4])
     parser.add_argument("--half-life", type=float, default=500.0)
+    parser.add_argument("--window", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--documents", type=int, default=8000)
     parser.add_argument("--switch", type=int, default=3000)
@@ -71,11 +72,12 @@ def main(argv=None) -> None:
     print("| new topic's share | forgetting | birth reported after | death reported after | seconds |")
     print("|---|---|---|---|---|")
     for share in args.shares:
-        for half_life in (args.half_life, None):
+        for label, memory in ((f"half-life {args.half_life:.0f}", {"half_life": args.half_life}),
+                              (f"sliding window {args.window}", {"window": args.window}),
+                              ("off (exact sums)", {})):
             t0 = time.perf_counter()
-            runs = [delays(share, half_life, seed, args.documents, args.switch, args.refresh)
+            runs = [delays(share, memory, seed, args.documents, args.switch, args.refresh)
                     for seed in range(args.seeds)]
-            label = f"half-life {half_life:.0f}" if half_life else "off (exact sums)"
             print(f"| {share:.2f} | {label} | {_fmt([r[0] for r in runs])} | {_fmt([r[1] for r in runs])} | "
                   f"{time.perf_counter() - t0:.0f} |", flush=True)
 

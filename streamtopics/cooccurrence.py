@@ -322,6 +322,25 @@ class CooccurrenceStats:
         self.n_docs += other.n_docs
         return self
 
+    def subtract(self, batch: DocumentBatch) -> None:
+        """Remove documents added before (a sliding window's leaving documents): the same kernel
+        with weight -1. Exact sums only (no forgetting); ``n_docs`` keeps counting arrivals."""
+        if self.half_life is not None:
+            raise ValueError("a sliding window and forgetting do not combine")
+        kept = batch.lengths >= 2.0
+        if not kept.all():
+            batch = batch.select(np.flatnonzero(kept))
+        if len(batch) == 0:
+            return
+        order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
+        n_chunks = max(64, 4 * numba.get_num_threads())
+        _accumulate_batch_weighted(
+            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
+            batch.counts, order, group_starts, n_chunks, np.full(len(batch), -1.0),
+        )
+        self.word_counts -= np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
+        self.document_frequency -= np.bincount(batch.indices, minlength=self.n_words)
+
     def grow(self, n_words: int) -> None:
         """Add zero rows and columns for new words at the end (open vocabulary: a repack of the
         triangle, O(V^2)); the sums of the existing words are unchanged."""

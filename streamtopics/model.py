@@ -17,6 +17,7 @@ from .anchors import default_min_document_frequency
 from .cooccurrence import CooccurrenceStats
 from .forgetting import DecayedCounter
 from .history import TopicHistory
+from .window import DocumentWindow
 from .open_vocabulary import OpenVocabulary
 from .refinement import Reservoir, choose_alpha_scale, refine_topics
 from .policy import DriftMonitor, RefreshPolicy
@@ -96,6 +97,10 @@ class StreamingTopicModel:
         ``half_life`` documents absorbed after it; done lazily, so ingestion stays O(document)
         (:class:`~streamtopics.cooccurrence.CooccurrenceStats`). None (default): exact sums.
         Needs ``anchor_method="fastanchors"`` (the trackers do not forget).
+    window
+        Sliding window (issue 4): the sums cover only the last ``window`` documents, each
+        subtracted when it leaves (:mod:`~streamtopics.window`; keeps those documents, so memory
+        grows with W). Not with ``half_life``; needs ``anchor_method="fastanchors"``.
     activity_half_life
         With forgetting, only words whose document frequency decayed with this shorter
         half-life (default ``half_life / 8``) passes the candidate threshold, rescaled, can be
@@ -158,7 +163,7 @@ class StreamingTopicModel:
                  half_life: float | None = None, activity_half_life: float | None = None,
                  min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 0,
                  reservoir_size: int = 2000, max_vocabulary: int | None = None, admit_df: int = 20,
-                 vocabulary_sketch_size: int = 1000):
+                 vocabulary_sketch_size: int = 1000, window: int | None = None):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
         if anchor_method not in ANCHOR_METHODS:
@@ -167,8 +172,12 @@ class StreamingTopicModel:
             raise ValueError("forgetting (half_life) needs anchor_method='fastanchors': the trackers keep exact sums")
         if max_vocabulary is not None and anchor_method != "fastanchors":
             raise ValueError("an open vocabulary needs anchor_method='fastanchors': the trackers have a fixed size")
+        if window is not None and (half_life is not None or anchor_method != "fastanchors"):
+            raise ValueError("a sliding window excludes half_life and needs anchor_method='fastanchors'")
         self.n_topics = int(n_topics)
         self.anchor_method = anchor_method
+        self.window = None if window is None else int(window)
+        self._window: DocumentWindow | None = None
         self.max_vocabulary = max_vocabulary
         self.admit_df = int(admit_df)
         self.vocabulary_sketch_size = int(vocabulary_sketch_size)
@@ -368,6 +377,10 @@ class StreamingTopicModel:
     def _ingest(self, batch: DocumentBatch) -> None:
         """Every statistic the model keeps is updated here, from one batch."""
         self.stats.update(batch)
+        if self._window is not None:
+            leaving = self._window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
+            if leaving is not None:
+                self.stats.subtract(leaving)
         if self.tracker is not None or self.activity is not None:
             kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
             if not kept.all():
@@ -382,6 +395,8 @@ class StreamingTopicModel:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {self.n_topics} topics")
         self.vocabulary = vocabulary
         self.stats = CooccurrenceStats(len(vocabulary), half_life=self.half_life)
+        if self.window is not None:
+            self._window = DocumentWindow(self.window)
         if self.half_life is not None:
             self.activity = DecayedCounter(len(vocabulary), self.activity_half_life)
         self.tracker = self._new_tracker(len(vocabulary))
@@ -422,6 +437,8 @@ class StreamingTopicModel:
 
     def merge(self, other: "StreamingTopicModel") -> "StreamingTopicModel":
         """Add another model's statistics (a disjoint sub-stream over the same vocabulary)."""
+        if self.window is not None or other.window is not None:
+            raise ValueError("models with a sliding window cannot be merged (the windows would overlap in time)")
         if other.vocabulary != self.vocabulary or self.vocabulary is None:
             raise ValueError("models can only be merged over the same, fixed vocabulary")
         if (self.tracker is None) != (other.tracker is None) or (self.tracker is not None and (
@@ -497,7 +514,13 @@ class StreamingTopicModel:
 
     def _active_view(self, view, activity):
         """With forgetting: the view whose document frequencies are zero for the words not
-        recently active (see ``activity_half_life``), so they cannot be anchor candidates."""
+        recently active (see ``activity_half_life``), so they cannot be anchor candidates. With a
+        sliding window: the view whose ``n_docs`` is the documents in the window."""
+        if self._window is not None:
+            out = CooccurrenceStats.__new__(CooccurrenceStats)
+            out.__dict__.update(view.__dict__)
+            out.n_docs = len(self._window)
+            return out
         if activity is None:
             return view
         scale = self.activity_half_life / self.half_life
@@ -692,7 +715,7 @@ class StreamingTopicModel:
             "history_size": self.history_size, "min_prevalence": self.min_prevalence,
             "refine_iterations": self.refine_iterations, "reservoir_size": self.reservoir_size,
             "max_vocabulary": self.max_vocabulary, "admit_df": self.admit_df,
-            "vocabulary_sketch_size": self.vocabulary_sketch_size,
+            "vocabulary_sketch_size": self.vocabulary_sketch_size, "window": self.window,
         }
 
     def save(self, path) -> Path:
@@ -708,6 +731,8 @@ class StreamingTopicModel:
             arrays.update({f"tracker.{k}": np.asarray(v) for k, v in self.tracker.state_dict().items()})
         if self.activity is not None:
             arrays.update({f"activity.{k}": np.asarray(v) for k, v in self.activity.state_dict().items()})
+        if self._window is not None:
+            arrays.update({f"window.{k}": np.asarray(v) for k, v in self._window.state_dict().items()})
         if self.reservoir is not None and len(self.reservoir):
             items = self.reservoir.items()
             kept = self.reservoir.batch()
@@ -754,6 +779,9 @@ class StreamingTopicModel:
             activity = {k[len("activity."):]: v for k, v in arrays.items() if k.startswith("activity.")}
             if activity:
                 model.activity = DecayedCounter.from_state_dict(activity)
+            window = {k[len("window."):]: v for k, v in arrays.items() if k.startswith("window.")}
+            if window:
+                model._window = DocumentWindow.from_state_dict(window)
         model._warmup = [(counts, _restore_key(key)) for counts, key in meta["warmup"]]
         model.rejections = Counter(meta["rejections"])
         model.oov_tokens = meta["oov_tokens"]

@@ -436,3 +436,28 @@ def test_growing_the_statistics_keeps_the_sums():
     reference.update(DocumentBatch(batch.indptr, batch.indices, batch.counts, batch.keys))
     reference.update(more)
     np.testing.assert_array_equal(stats.to_dense(), reference.to_dense())
+
+
+# ------------------------------------------------------------------ sliding window
+def test_sliding_window_sums_cover_the_last_w_documents(tmp_path):
+    rng = np.random.default_rng(17)
+    batch = _random_batch(rng, 700, 18)
+    words = [f"w{i}" for i in range(18)]
+    model = StreamingTopicModel(2, words, anchor_min_df=1, window=150, batch_size=64)
+    model.learn_many(batch.select(np.arange(400)))
+    restored = StreamingTopicModel.load(model.save(tmp_path / "w.state"))
+    for m in (model, restored):
+        m.learn_many(batch.select(np.arange(400, 700)))
+    kept = np.flatnonzero(batch.lengths >= 2)
+    last = batch.select(kept[-150:])
+    exact = CooccurrenceStats(18)
+    exact.update(last)
+    for m in (model, restored):
+        stats = m.statistics()
+        np.testing.assert_allclose(stats.to_dense(), exact.to_dense(), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(stats.word_mass, exact.word_mass, rtol=0, atol=1e-12)
+        assert np.array_equal(stats.document_frequency, exact.document_frequency)
+        assert m._active_view(stats.view(), None).n_docs == 150 and len(m._window) == 150
+    assert model.documents_absorbed == kept.size
+    with pytest.raises(ValueError):
+        StreamingTopicModel(2, words, window=10, half_life=5)
