@@ -58,10 +58,20 @@ def random_projection(n_features: int, dimension: int, seed: int) -> sparse.csr_
     return matrix.tocsr()
 
 
+def _reflector(u: np.ndarray) -> np.ndarray:
+    """An orthogonal (Householder) matrix whose last column is the unit vector ``u``: its other
+    columns are an orthonormal basis of the complement of u."""
+    v = u.copy()
+    v[-1] -= 1.0 if u[-1] <= 0 else -1.0
+    norm = v @ v
+    reflector = np.eye(u.size) - (2.0 / norm) * np.outer(v, v) if norm > 1e-30 else np.eye(u.size)
+    return reflector if u[-1] <= 0 else -reflector
+
+
 def _orthonormal_complement(vectors: np.ndarray) -> np.ndarray:
-    """A unit vector orthogonal to the rows of ``vectors`` ((K - 1) x K)."""
-    _, _, vt = np.linalg.svd(vectors, full_matrices=True)
-    return vt[-1]
+    """A unit vector orthogonal to the rows of ``vectors`` ((K - 1) x K), from a complete QR."""
+    q, _ = np.linalg.qr(vectors.T, mode="complete")
+    return q[:, -1]
 
 
 def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) -> np.ndarray:
@@ -119,7 +129,7 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) ->
             continue
         anchors[k] = pick
         # New basis: span(others) (K - 1 directions rotated out of the old basis) + the new point.
-        keep = np.linalg.svd(np.outer(u, u) - np.eye(n_anchors))[0][:, : n_anchors - 1] if n_anchors > 1 else np.zeros((1, 0))
+        keep = _reflector(u)[:, : n_anchors - 1]
         old_basis = basis
         kept_basis = keep.T @ old_basis
         kept_coords = coords @ keep

@@ -62,6 +62,8 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
             total += c[a]
     x /= total
     added = -1
+    n_steps = 0
+    block_steps = 3
     for _ in range(max_steps):
         members = np.flatnonzero(in_set)
         m = members.size
@@ -101,6 +103,20 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
                 return max(gap, 0.0)
             in_set[j] = True  # the most violated KKT condition enters the working set
             added = j
+            continue
+        if n_steps < block_steps:
+            # Early on, drop every coordinate that went negative at once (block pivoting): from
+            # EG's rough support this removes tens of words in one solve instead of one each.
+            # Later steps use the ratio test, which cannot cycle.
+            n_steps += 1
+            for r in range(m):
+                if z[r] <= 0.0:
+                    in_set[members[r]] = False
+                    x[members[r]] = 0.0
+            total = x.sum()
+            if total <= 0.0 or not in_set.any():
+                return np.inf
+            x /= total
             continue
         step = 1.0
         leaving = -1
@@ -158,7 +174,7 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
                 # EG's tail is slow for small non-zero coefficients; once it has roughly found the
                 # support, an active-set finish gets the exact minimiser in a few linear solves.
                 # A warm start carries the previous support, so it is tried at once.
-                if _active_set(gram, y[i], c, c_new, gc_new, 1e-4, 2 * k + 10) <= tol:
+                if _active_set(gram, y[i], c, c_new, gc_new, 1e-3, 2 * k + 10) <= tol:
                     c, c_new = c_new, c
                     it += 1
                     break
@@ -278,7 +294,7 @@ def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, t
     scale = max(float(np.trace(gram)) / gram.shape[0], 1e-300)
     gram = np.ascontiguousarray(gram / scale)
     y = np.ascontiguousarray(np.asarray(gram_products, dtype=np.float64) / scale)
-    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 5, start is not None)
+    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 10, start is not None)
 
 
 def recover_kl(anchor_rows: np.ndarray, word_rows: np.ndarray, start=None, tol: float = 1e-9, max_iter: int = 1000):
