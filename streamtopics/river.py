@@ -10,8 +10,10 @@ saying so.
 
 from __future__ import annotations
 
+import concurrent.futures
 import inspect
 import math
+import threading
 import typing
 from collections import Counter
 
@@ -32,6 +34,10 @@ from .refresh import NotEnoughCandidatesError
 from .snapshot import TopicSnapshot
 
 __all__ = ["AnchorTopics"]
+
+# The engine's own defaults, so that AnchorTopics' signature (which river's clone, repr and checks
+# read) cannot drift from them.
+_ENGINE = {name: p.default for name, p in inspect.signature(StreamingTopicModel).parameters.items()}
 
 
 class AnchorTopics(base.MiniBatchTransformer):
@@ -65,7 +71,8 @@ class AnchorTopics(base.MiniBatchTransformer):
     The vocabulary is learned from the ``warmup_documents`` first documents (the
     ``vocabulary_size`` words of highest document frequency) and then fixed, because every
     statistic is indexed by it; later unknown tokens are counted in ``model.oov_tokens``. Give
-    ``vocabulary`` to skip the warm-up. Memory is about ``4 * vocabulary_size**2`` bytes
+    ``vocabulary`` to skip the warm-up. (`learn_one` raises ValueError at the end of the warm-up
+    if fewer than ``n_topics`` words occur in two or more of its documents.) Memory is about ``4 * vocabulary_size**2`` bytes
     (the co-occurrence sums).
 
     Parameters
@@ -94,7 +101,8 @@ class AnchorTopics(base.MiniBatchTransformer):
     warm_start
         Start each refresh's recovery from the previous solution.
     match_threshold
-        Largest distance at which a topic continues a previous topic's id (larger: a new id).
+        How close a new topic must be to a previous one to keep its id, relative to the
+        distances between the previous topics (see `StreamingTopicModel`; larger: fewer births).
     batch_size
         Documents buffered before the co-occurrence kernel runs (results do not depend on it).
     seed
@@ -154,17 +162,17 @@ class AnchorTopics(base.MiniBatchTransformer):
         self,
         n_topics: int = 20,
         vocabulary: list[str] | tuple[str, ...] | None = None,
-        vocabulary_size: int = 10_000,
-        warmup_documents: int = 1000,
+        vocabulary_size: int = _ENGINE["vocabulary_size"],
+        warmup_documents: int = _ENGINE["warmup_documents"],
         refresh_every: int | None = 1000,
-        anchor_min_df: int | str = "auto",
-        max_anchor_candidates: int | None = 3000,
-        projection_dim: int | None = 1000,
-        recovery: str = "l2",
-        warm_start: bool = True,
-        match_threshold: float = 1.0,
-        batch_size: int = 2048,
-        seed: int = 0,
+        anchor_min_df: int | str = _ENGINE["anchor_min_df"],
+        max_anchor_candidates: int | None = _ENGINE["max_anchor_candidates"],
+        projection_dim: int | None = _ENGINE["projection_dim"],
+        recovery: str = _ENGINE["recovery"],
+        warm_start: bool = _ENGINE["warm_start"],
+        match_threshold: float = _ENGINE["match_threshold"],
+        batch_size: int = _ENGINE["batch_size"],
+        seed: int = _ENGINE["seed"],
     ):
         if refresh_every is not None and refresh_every < 1:
             raise ValueError("refresh_every must be None or at least 1")
@@ -204,6 +212,16 @@ class AnchorTopics(base.MiniBatchTransformer):
         self.refresh_failures = 0
         self.last_refresh_error: str | None = None
         self._refresh_tried_at = 0
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["model"] = _EngineState(self.model)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state["model"] = state["model"].restore()
+        self.__dict__.update(state)
 
     @classmethod
     def _unit_test_params(cls):
@@ -352,6 +370,37 @@ def _infer_one(model: StreamingTopicModel, document) -> np.ndarray:
         int(_INFER_DEFAULTS["max_iter"].default), float(_INFER_DEFAULTS["tol"].default),
     )
     return mixtures[0]
+
+
+# ---------------------------------------------------------------------- pickling
+_LOCKS = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
+_RUNTIME = (concurrent.futures.Executor, concurrent.futures.Future, threading.Thread)
+
+
+class _EngineState:
+    """A picklable stand-in for the engine: its attributes without the runtime-only objects
+    (locks, a background-refresh executor or future), which come back fresh (locks) or empty
+    (None, what the engine starts with). Pickling and ``copy.deepcopy`` are river requirements
+    (checks, ``compose`` internals, model persistence); the engine keeps such objects for
+    ``refresh_async``, which AnchorTopics never calls."""
+
+    def __init__(self, model: StreamingTopicModel):
+        self.cls = type(model)
+        self.locks, self.state = {}, {}
+        for name, value in vars(model).items():
+            if type(value) in _LOCKS:
+                self.locks[name] = _LOCKS[type(value)]
+            elif isinstance(value, _RUNTIME):
+                self.state[name] = None
+            else:
+                self.state[name] = value
+
+    def restore(self) -> StreamingTopicModel:
+        model = self.cls.__new__(self.cls)
+        model.__dict__.update(self.state)
+        for name, make in self.locks.items():
+            setattr(model, name, make())
+        return model
 
 
 # ---------------------------------------------------------------------- input conversion

@@ -266,6 +266,23 @@ def test_learn_many_on_bag_of_words_frames_matches_learn_one():
     pd.testing.assert_frame_equal(one.transform_many(dense), expected)
 
 
+def test_mini_batch_pipeline():
+    pd = pytest.importorskip("pandas")
+    texts = [" ".join(w for w, c in x.items() for _ in range(c)) for x, _ in text_stream(300)]
+    params = {"n_topics": 3, "warmup_documents": 50, "refresh_every": 100, "anchor_min_df": 5}
+    batched = compose.Pipeline(feature_extraction.BagOfWords(), AnchorTopics(**params))
+    for start in range(0, 300, 100):
+        batched.learn_many(pd.Series(texts[start:start + 100]))
+    streamed = compose.Pipeline(feature_extraction.BagOfWords(), AnchorTopics(**params))
+    for text in texts:
+        streamed.learn_one(text)
+    out = batched.transform_many(pd.Series(texts[:5], index=list("abcde")))
+    assert list(out.index) == list("abcde") and list(out.columns) == ["topic_0", "topic_1", "topic_2"]
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    for label, text in zip("abcde", texts[:5]):
+        assert out.loc[label].to_dict() == pytest.approx(streamed.transform_one(text), abs=1e-12)
+
+
 def test_refresh_schedule_and_postponed_refresh():
     # No word is in 12 of the first 20 documents, so the first scheduled refresh finds no
     # candidate anchor: it is postponed, not raised, and the next one (at 40) succeeds.
