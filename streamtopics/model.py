@@ -25,7 +25,9 @@ from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
 )
 from .inference import infer_mixtures
-from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, match_columns, recover_topics, select_anchors
+from .refresh import (
+    ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, NotEnoughCandidatesError, match_columns, recover_topics, select_anchors,
+)
 from .snapshot import TopicSnapshot
 from .state import CorruptStateError, read_state, write_state
 from .text import Tokenizer
@@ -360,7 +362,13 @@ class StreamingTopicModel:
             if self._pending_refresh is None or self._pending_refresh.done():
                 self.refresh_async(stream_time=self._stream_time)
         else:
-            self.refresh(stream_time=self._stream_time)
+            try:
+                self.refresh(stream_time=self._stream_time)
+            except NotEnoughCandidatesError as error:
+                # A young stream may not support K topics yet: an automatic refresh must not stop
+                # it. Try again after the next interval; an explicit refresh() still raises.
+                self._absorbed_at_refresh = self.documents_absorbed
+                self.last_refresh = {"skipped": str(error)}
 
     def _reject(self, rejection: Rejection, document, key) -> None:
         self.rejections[rejection.reason] += 1

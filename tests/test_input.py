@@ -129,3 +129,10 @@ def test_key_hash_is_stable_across_types():
     assert key_hash("doc-1") != key_hash("doc-2")
     with pytest.raises(TypeError):
         key_hash(1.5)
+
+
+def test_automatic_refresh_of_a_young_stream_does_not_stop_it():
+    model = StreamingTopicModel(3, vocabulary=WORDS, refresh_every=2)
+    model.learn_many(["apple pear", "apple pear", "goal match"])  # too few candidate anchors for 3 topics
+    assert "skipped" in model.last_refresh and model.snapshot is None
+    assert model.documents_absorbed == 3
