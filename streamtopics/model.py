@@ -689,6 +689,15 @@ class StreamingTopicModel:
             batch = DocumentBatch.from_csr(documents)
         else:
             batch, _ = self.encode_many(documents)
+        known = len(self.snapshot.vocabulary)
+        if batch.indices.size and batch.indices.max() >= known:
+            # Words admitted to an open vocabulary after the snapshot have no topic row yet.
+            keep = batch.indices < known
+            document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
+            sizes = np.bincount(document_of_entry[keep], minlength=len(batch))
+            indptr = np.zeros(len(batch) + 1, np.int64)
+            np.cumsum(sizes, out=indptr[1:])
+            batch = DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
         return infer_mixtures(batch, self.snapshot.topic_word, self.snapshot.prevalence)
 
     def transform_one(self, document) -> dict[int, float]:
@@ -815,6 +824,22 @@ class StreamingTopicModel:
             model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
             model.snapshot.alpha = np.asarray(model.snapshot.alpha)
         return model
+
+    def __getstate__(self) -> dict:
+        """Pickle without the refresh thread's lock, executor and pending future (a background
+        refresh in flight is waited for first, so its result is not lost)."""
+        if self._pending_refresh is not None:
+            self.wait_for_refresh()
+        state = dict(self.__dict__)
+        for name in ("_refresh_lock", "_executor", "_pending_refresh"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._refresh_lock = threading.RLock()
+        self._executor = None
+        self._pending_refresh = None
 
     def __repr__(self) -> str:
         words = "learning" if self.vocabulary is None else len(self.vocabulary)

@@ -136,3 +136,28 @@ def test_automatic_refresh_of_a_young_stream_does_not_stop_it():
     model.learn_many(["apple pear", "apple pear", "goal match"])  # too few candidate anchors for 3 topics
     assert "skipped" in model.last_refresh and model.snapshot is None
     assert model.documents_absorbed == 3
+
+
+def test_model_pickles_and_keeps_learning_identically():
+    import pickle
+
+    model = StreamingTopicModel(2, vocabulary=WORDS, anchor_min_df=1)
+    model.learn_many(["apple pear plum", "goal match team"] * 5)
+    model.refresh()
+    clone = pickle.loads(pickle.dumps(model))
+    for m in (model, clone):
+        m.learn_many(["apple plum", "team goal"])
+    np.testing.assert_array_equal(clone.statistics().packed, model.statistics().packed)
+    assert clone.refresh().to_json() == model.refresh().to_json()
+
+
+def test_words_admitted_after_the_snapshot_are_ignored_by_inference():
+    model = StreamingTopicModel(2, warmup_documents=20, anchor_min_df=2, max_vocabulary=20, admit_df=3)
+    model.learn_many(["apple pear plum", "goal match team"] * 10)
+    model.refresh()
+    for _ in range(10):
+        model.learn_one({"zebra": 2, "apple": 1, "giraffe": 1})
+    assert "zebra" in model.vocabulary and "zebra" not in model.snapshot.vocabulary
+    mixture = model.infer([{"zebra": 3, "giraffe": 2}, {"apple": 2, "zebra": 5}])
+    np.testing.assert_allclose(mixture[0], model.snapshot.prevalence / model.snapshot.prevalence.sum())
+    assert abs(mixture[1].sum() - 1) < 1e-9
