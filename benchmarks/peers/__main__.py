@@ -98,7 +98,7 @@ def versions(systems) -> list[str]:
 def prepare(setting: Setting, cache: Path) -> tuple[Path, str]:
     from benchmarks.peers import data
 
-    path = cache / f"{setting.name}.npz"
+    path = cache / f"{setting.name}-heldout{setting.n_heldout}.npz"
     if not path.exists():
         t0 = time.perf_counter()
         if setting.kind == "semi":
@@ -183,6 +183,10 @@ def main(argv=None) -> None:
     command = "python -m benchmarks.peers " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     header = saved.get("header", {})
     if not args.report_only:
+        invocation = {"command": command, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                      "wall_s": None, "settings": [s.name for s in settings], "systems": systems,
+                      "budgets": budgets, "finished": False}
+        runs_log.append(invocation)
         header = {"command": command, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "machine": machine(), "versions": versions(systems),
                   "protocol": PROTOCOL.format(chunk=STREAM_CHUNK, repeat=suite.repeat_if_under_s)}
@@ -204,22 +208,23 @@ def main(argv=None) -> None:
                 print(f"  {system:9s} {time.perf_counter() - t0:6.1f} s  {show}", flush=True)
                 order = list(SUITES[args.suite].systems)
                 results[setting.name] = sorted(rows, key=lambda r: order.index(r["system"]))
+                invocation["wall_s"] = time.perf_counter() - t_start
                 results_path.write_text(json.dumps({"header": header, "settings": setting_info,
                                                     "results": results, "invocations": runs_log}, indent=1))
         header["wall_s"] = time.perf_counter() - t_start
-        runs_log.append({"command": command, "date": header["date"], "wall_s": header["wall_s"],
-                         "settings": [s.name for s in settings], "systems": systems, "budgets": budgets})
-        header["invocations"] = runs_log
+        invocation.update(wall_s=header["wall_s"], finished=True)
         results_path.write_text(json.dumps({"header": header, "settings": setting_info, "results": results,
                                             "invocations": runs_log}, indent=1))
-    if len(runs_log) > 1:
-        header["caveats"] = "This file merges several invocations:\n\n" + "\n".join(
-            f"- `{r['command']}` ({r['date']}, {r['wall_s'] / 60:.1f} min): settings {', '.join(r['settings'])}; "
-            f"systems {', '.join(r['systems'])}" for r in runs_log)
+    if len(runs_log) > 1 or (runs_log and not runs_log[-1].get("finished", True)):
+        header["caveats"] = "Invocations that produced this file:\n\n" + "\n".join(
+            f"- `{r['command']}` ({r['date']}, {(r['wall_s'] or 0) / 60:.1f} min"
+            f"{'' if r.get('finished', True) else ', stopped before the end'}): settings {', '.join(r['settings'])}; "
+            f"systems {', '.join(r['systems'])}; fit budgets (s) {r.get('budgets', '?')}" for r in runs_log)
     from benchmarks.peers.report import plots, write_markdown
 
     ordered = [setting_info[s.name] for s in suite.settings if s.name in setting_info]
     ordered += [v for k, v in setting_info.items() if k not in {s.name for s in suite.settings}]
+    header["not_run"] = [s.name for s in suite.settings if s.name not in setting_info]
     write_markdown(args.out / f"RESULTS-{args.suite}.md", args.suite, header, ordered, results)
     for path in plots(args.out, args.suite, ordered, results):
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")

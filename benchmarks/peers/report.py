@@ -38,6 +38,14 @@ def setting_table(setting: dict, rows: list[dict]) -> str:
         cells += [_fmt(r.get("heldout_ll"), ".3f"), _fmt(r.get("npmi"), ".3f"), _fmt(r.get("uniqueness"), ".2f"),
                   "; ".join(notes)]
         lines.append("| " + " | ".join(cells) + " |")
+    curves = [r for r in rows if r.get("curve")]
+    if semi and curves:
+        points = sorted({n for r in curves for n, _ in r["curve"]})
+        lines += ["", "Matched L1 against documents seen (the L1 plot's data; a system cut by its budget stops early):", "",
+                  "| system | " + " | ".join(f"{n:,}" for n in points) + " |", "|---|" + "---|" * len(points)]
+        for r in curves:
+            at = dict((n, l1) for n, l1 in r["curve"])
+            lines.append(f"| {SHORT[r['system']]} | " + " | ".join(_fmt(at.get(n), ".3f") for n in points) + " |")
     ours = next((r for r in rows if r["system"] == "ours" and "error" not in r), None)
     if ours is not None and ours.get("learn_s"):
         lines.append("")
@@ -73,9 +81,9 @@ def write_markdown(path: Path, suite: str, header: dict, settings: list[dict], r
             parts += [f"## {setting['name']}", "", "Not run.", ""]
             continue
         parts += [f"## {setting['name']}", "", setting["note"], "", setting_table(setting, rows), ""]
-    not_run = [s["name"] for s in settings if not results.get(s["name"])]
+    not_run = [s["name"] for s in settings if not results.get(s["name"])] + header.get("not_run", [])
     if not_run:
-        parts += ["Settings not run in this invocation: " + ", ".join(not_run) + ".", ""]
+        parts += ["Settings of this suite not run (no results in this file): " + ", ".join(not_run) + ".", ""]
     path.write_text("\n".join(parts))
 
 
