@@ -65,41 +65,12 @@ def _group_entries_by_word(indices, n_words):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _accumulate_batch(q, word_mass, n_words, indptr, indices, counts, order, group_starts, n_chunks):
-    """Add the batch's Q_d (upper triangle) and row sums. Groups (rows) are dealt round-robin to
-    ``n_chunks`` chunks so frequent (heavy) words spread evenly over threads."""
-    n_docs = indptr.size - 1
-    entry_doc = np.empty(indices.size, np.int64)
-    doc_length = np.zeros(n_docs)
-    for d in range(n_docs):
-        for e in range(indptr[d], indptr[d + 1]):
-            entry_doc[e] = d
-            doc_length[d] += counts[e]
-    n_groups = group_starts.size - 1
-    for chunk in prange(n_chunks):
-        for g in range(chunk, n_groups, n_chunks):
-            w = np.int64(indices[order[group_starts[g]]])
-            base = _row_offset(w, n_words) - w
-            for t in range(group_starts[g], group_starts[g + 1]):
-                e = order[t]
-                d = entry_doc[e]
-                n = doc_length[d]
-                if n < 2.0:
-                    continue
-                c = counts[e]
-                f = c / (n * (n - 1.0))
-                word_mass[w] += c / n
-                q[base + w] += f * (c - 1.0)
-                for p in range(e + 1, indptr[d + 1]):
-                    q[base + indices[p]] += f * counts[p]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _accumulate_batch_weighted(q, word_mass, n_words, indptr, indices, counts, order, group_starts, n_chunks,
-                               weights):
-    """:func:`_accumulate_batch` with document ``d``'s Q_d (and row-sum share) multiplied by
-    ``weights[d]``: the lazily scaled increments of exponential forgetting. A separate kernel, so
-    that the exact path (forgetting off) runs the same instructions as before, bit for bit."""
+def _accumulate_batch(q, word_mass, n_words, indptr, indices, counts, order, group_starts, n_chunks, weights):
+    """Add the batch's Q_d (upper triangle) and row sums, document ``d``'s share multiplied by
+    ``weights[d]`` (ones for exact sums: multiplying by 1.0 is exact, so those are bit-identical
+    to unweighted sums; the lazily scaled increments of exponential forgetting otherwise).
+    Groups (rows) are dealt round-robin to ``n_chunks`` chunks so frequent (heavy) words spread
+    evenly over threads."""
     n_docs = indptr.size - 1
     entry_doc = np.empty(indices.size, np.int64)
     doc_length = np.zeros(n_docs)
@@ -253,6 +224,15 @@ class CooccurrenceStats:
         that a refresh in another thread can read while ingestion goes on."""
         return CooccurrenceStats.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
 
+    def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
+        """Run the ingest kernel over one batch with per-document weights."""
+        order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
+        n_chunks = max(64, 4 * numba.get_num_threads())
+        _accumulate_batch(
+            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
+            batch.counts, order, group_starts, n_chunks, weights,
+        )
+
     def _update_forgetting(self, batch: DocumentBatch) -> None:
         limit = max(1, int(self._MAX_EXPONENT * self.half_life / 2))
         for start in range(0, len(batch), limit):
@@ -261,12 +241,7 @@ class CooccurrenceStats:
                 self.settle()
             t = self.n_docs + 1.0 + np.arange(len(part))
             weights = 2.0 ** ((t - self._epoch) / self.half_life)
-            order, group_starts = _group_entries_by_word(part.indices, self.n_words)
-            n_chunks = max(64, 4 * numba.get_num_threads())
-            _accumulate_batch_weighted(
-                self.packed, self.word_mass, self.n_words, part.indptr, part.indices,
-                part.counts, order, group_starts, n_chunks, weights,
-            )
+            self._accumulate(part, weights)
             entry_weight = np.repeat(weights, np.diff(part.indptr))
             self.word_counts += np.bincount(part.indices, weights=part.counts * entry_weight, minlength=self.n_words)
             self.document_frequency += np.bincount(part.indices, weights=entry_weight, minlength=self.n_words)
@@ -287,12 +262,7 @@ class CooccurrenceStats:
         if self.half_life is not None:
             self._update_forgetting(batch)
             return
-        order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
-        n_chunks = max(64, 4 * numba.get_num_threads())
-        _accumulate_batch(
-            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
-            batch.counts, order, group_starts, n_chunks,
-        )
+        self._accumulate(batch, np.ones(len(batch)))
         self.word_counts += np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
         self.document_frequency += np.bincount(batch.indices, minlength=self.n_words)
         self.n_docs += len(batch)
@@ -332,12 +302,7 @@ class CooccurrenceStats:
             batch = batch.select(np.flatnonzero(kept))
         if len(batch) == 0:
             return
-        order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
-        n_chunks = max(64, 4 * numba.get_num_threads())
-        _accumulate_batch_weighted(
-            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
-            batch.counts, order, group_starts, n_chunks, np.full(len(batch), -1.0),
-        )
+        self._accumulate(batch, np.full(len(batch), -1.0))
         self.word_counts -= np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
         self.document_frequency -= np.bincount(batch.indices, minlength=self.n_words)
 
