@@ -102,7 +102,7 @@ class CheckpointStore:
         self.directory = Path(directory)
         self.keep = int(keep)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock_directory(self.directory)
+        self._lock = lock_exclusively(self.directory / "lock", f"{self.directory} is in use by another consumer (its lock is held)")
         self.member_id = self._member_id()
 
     @classmethod
@@ -258,16 +258,18 @@ def _checksum(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _lock_directory(directory: Path) -> int | None:
-    """An exclusive lock on ``directory/lock`` (None where fcntl does not exist)."""
+def lock_exclusively(path: Path, held_message: str) -> int | None:
+    """Take an exclusive lock on the file ``path`` (created if missing) and return its
+    descriptor, or None where fcntl does not exist; raises RuntimeError(held_message) if another
+    process holds it."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - non-POSIX
         return None
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise RuntimeError(f"{directory} is in use by another consumer (its lock is held)") from None
+        raise RuntimeError(held_message) from None
     return fd

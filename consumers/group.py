@@ -33,7 +33,6 @@ several machines can point at one store (a shared file system).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -51,6 +50,7 @@ from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
+from .checkpoint import lock_exclusively
 from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
 from .store import DirectoryStateStore, StateStore, coverage, frontier, merge_partials, overlaps
 
@@ -168,7 +168,8 @@ class Refresher:
         self.interval = interval
         self.metrics = ConsumerMetrics()
         self.outputs = Outputs(self.config, self.metrics)
-        self._lock = _lock_file(store.refresher_dir / "refresher.lock")
+        lock_path = store.refresher_dir / "refresher.lock"
+        self._lock = lock_exclusively(lock_path, f"another refresher holds {lock_path}")
         self._stop = threading.Event()
         self._last_key: tuple | None = None
         self.snapshot: TopicSnapshot | None = store.latest_snapshot()
@@ -249,16 +250,6 @@ class Refresher:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
-
-
-def _lock_file(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise RuntimeError(f"another refresher holds {path}") from None
-    return fd
 
 
 # --------------------------------------------------------------------------- processes

@@ -76,15 +76,21 @@ class DocumentBatch:
 
     @classmethod
     def from_documents(cls, documents: list[EncodedDocument], keys: list[int]) -> "DocumentBatch":
-        sizes = np.fromiter((d.ids.size for d in documents), dtype=np.int64, count=len(documents))
-        indptr = np.zeros(len(documents) + 1, dtype=np.int64)
+        return cls.from_pairs([(d.ids, d.counts) for d in documents], keys)
+
+    @classmethod
+    def from_pairs(cls, pairs, keys=None) -> "DocumentBatch":
+        """A batch from ``(ids, counts)`` pairs (sorted ids); keys default to zeros."""
+        sizes = np.fromiter((ids.size for ids, _ in pairs), dtype=np.int64, count=len(pairs))
+        indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
         np.cumsum(sizes, out=indptr[1:])
-        if documents:
-            indices = np.concatenate([d.ids for d in documents]).astype(np.int32, copy=False)
-            counts = np.concatenate([d.counts for d in documents]).astype(np.float64, copy=False)
+        if pairs:
+            indices = np.concatenate([ids for ids, _ in pairs]).astype(np.int32, copy=False)
+            counts = np.concatenate([c for _, c in pairs]).astype(np.float64, copy=False)
         else:
             indices, counts = np.zeros(0, np.int32), np.zeros(0, np.float64)
-        return cls(indptr, indices, counts, np.asarray(keys, dtype=np.uint64))
+        keys = np.zeros(len(pairs), np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
+        return cls(indptr, indices, counts, keys)
 
     @classmethod
     def from_csr(cls, matrix, keys=None) -> "DocumentBatch":

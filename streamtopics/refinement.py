@@ -79,15 +79,7 @@ class Reservoir:
         return [(ids, counts, -h) for h, _, ids, counts in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
 
     def batch(self) -> DocumentBatch:
-        return batch_of([(ids, counts) for ids, counts, _ in self.items()])
-
-
-def batch_of(docs) -> DocumentBatch:
-    indptr = np.zeros(len(docs) + 1, np.int64)
-    indptr[1:] = np.cumsum([ids.size for ids, _ in docs])
-    indices = np.concatenate([ids for ids, _ in docs]).astype(np.int32) if docs else np.zeros(0, np.int32)
-    counts = np.concatenate([c for _, c in docs]).astype(np.float64) if docs else np.zeros(0)
-    return DocumentBatch(indptr, indices, counts, np.zeros(len(docs), np.uint64))
+        return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in self.items()])
 
 
 def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
@@ -100,7 +92,7 @@ def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentB
             continue
         observed.append((ids[0::2], counts[0::2]))
         held.append((ids[1::2], counts[1::2]))
-    return batch_of(observed), batch_of(held)
+    return DocumentBatch.from_pairs(observed), DocumentBatch.from_pairs(held)
 
 
 def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,

@@ -37,10 +37,10 @@ class DocumentWindow:
         leaving = []
         while len(self.documents) > self.capacity:
             leaving.append(self.documents.popleft())
-        return _batch(leaving) if leaving else None
+        return DocumentBatch.from_pairs(leaving) if leaving else None
 
     def state_dict(self) -> dict:
-        batch = _batch(list(self.documents))
+        batch = DocumentBatch.from_pairs(list(self.documents))
         return {"capacity": np.int64(self.capacity), "indptr": batch.indptr, "indices": batch.indices,
                 "counts": batch.counts}
 
@@ -51,11 +51,3 @@ class DocumentWindow:
         for a, b in zip(indptr[:-1], indptr[1:]):
             window.documents.append((np.array(state["indices"][a:b], np.int32), np.array(state["counts"][a:b])))
         return window
-
-
-def _batch(docs) -> DocumentBatch:
-    indptr = np.zeros(len(docs) + 1, np.int64)
-    indptr[1:] = np.cumsum([ids.size for ids, _ in docs])
-    indices = np.concatenate([ids for ids, _ in docs]).astype(np.int32) if docs else np.zeros(0, np.int32)
-    counts = np.concatenate([c for _, c in docs]).astype(np.float64) if docs else np.zeros(0)
-    return DocumentBatch(indptr, indices, counts, np.zeros(len(docs), np.uint64))
