@@ -30,7 +30,7 @@ def main() -> None:
     after_ingest = peak_mb()
     model.refresh()
     after_refresh = peak_mb()
-    print(f"| V | K | statistics (MB) | peak RSS after ingest (MB) | peak RSS after refresh (MB) | interpreter + libraries (MB) |")
+    print("| V | K | statistics (MB) | peak RSS after ingest (MB) | peak RSS after refresh (MB) | interpreter + libraries (MB) |")
     print("|---|---|---|---|---|---|")
     print(f"| {args.words} | {args.topics} | {model.statistics().nbytes / 2**20:.0f} | {after_ingest:.0f} | {after_refresh:.0f} | {baseline:.0f} |")
 

@@ -221,7 +221,6 @@ def _recover_kl(anchor_rows, word_rows_source, row_ids, start, tol, max_iter):
         basis = np.ascontiguousarray(anchor_rows[:, support])
         c = start[r].copy()
         c_new = np.empty(k)
-        grad = np.empty(k)
         mix = basis.T @ c
         value = 0.0
         for j in range(support.size):

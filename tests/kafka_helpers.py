@@ -26,6 +26,9 @@ CORPUS = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
 N_TOPICS = 5
 
 
+KAFKA_CORPUS_DOCS = 2000  # first posts of 20 Newsgroups used by the Kafka and scale-out tests
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

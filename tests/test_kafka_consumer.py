@@ -28,34 +28,12 @@ from streamtopics import StreamingTopicModel, TopicSnapshot
 
 sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
 from kafka_helpers import (  # noqa: E402
-    N_TOPICS, ConsumerProcess, assert_same_statistics, build_vocabulary, committed_offsets,
-    corpus_messages, create_topic, end_offsets, final_model, load_corpus, produce, read_topic,
-    reference_model, unique,
+    KAFKA_CORPUS_DOCS, N_TOPICS, ConsumerProcess, assert_same_statistics, committed_offsets,
+    corpus_messages, create_topic, end_offsets, final_model, produce, read_topic,
+    unique,
 )
 
-N_DOCS = 2000
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus(N_DOCS)
-
-
-@pytest.fixture(scope="module")
-def vocabulary(corpus):
-    return build_vocabulary(corpus, 2000)
-
-
-@pytest.fixture(scope="module")
-def vocabulary_file(vocabulary, tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocabulary") / "vocabulary.txt"
-    path.write_text("\n".join(vocabulary.words), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def reference(corpus, vocabulary):
-    return reference_model(corpus, vocabulary)
+N_DOCS = KAFKA_CORPUS_DOCS  # the size of the shared `corpus` fixture (conftest.py)
 
 
 def make_config(broker, topic, tmp_path, vocabulary_file, **settings) -> ConsumerConfig:

@@ -15,7 +15,6 @@ import contextlib
 import copy
 import functools
 import importlib.util
-import itertools
 import json
 import pickle
 import random

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from consumers.group import Refresher
 from consumers.kafka_consumer import ConsumerConfig
@@ -27,34 +26,12 @@ from consumers.store import DirectoryStateStore, coverage, merge_partials, overl
 
 sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
 from kafka_helpers import (  # noqa: E402
-    N_TOPICS, ROOT, assert_same_statistics, build_vocabulary, corpus_messages, create_topic, end_offsets,
-    load_corpus, produce, read_topic, reference_model, unique,
+    KAFKA_CORPUS_DOCS, N_TOPICS, ROOT, assert_same_statistics, corpus_messages, create_topic, end_offsets,
+    produce, read_topic, reference_model, unique,
 )
 
-N_DOCS = 2000
+N_DOCS = KAFKA_CORPUS_DOCS  # the size of the shared `corpus` fixture (conftest.py)
 PARTITIONS = 6
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus(N_DOCS)
-
-
-@pytest.fixture(scope="module")
-def vocabulary(corpus):
-    return build_vocabulary(corpus, 2000)
-
-
-@pytest.fixture(scope="module")
-def vocabulary_file(vocabulary, tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocabulary") / "vocabulary.txt"
-    path.write_text("\n".join(vocabulary.words), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def reference(corpus, vocabulary):
-    return reference_model(corpus, vocabulary)
 
 
 class Role:

@@ -197,7 +197,7 @@ def main(argv=None) -> None:
             rows = [r for r in results.get(setting.name, []) if r["system"] not in systems]
             for system in systems:
                 if importlib.util.find_spec(PACKAGES[system]) is None:
-                    rows.append({"system": system, "error": f"not installed (pip install -e '.[bench]')"})
+                    rows.append({"system": system, "error": "not installed (pip install -e '.[bench]')"})
                     continue
                 t0 = time.perf_counter()
                 row = run_system(system, setting, stream, suite, budgets.get(system, 1200))

@@ -13,7 +13,6 @@ turns off the perplexity estimate the docs warn slows training down. Topics are
 
 from __future__ import annotations
 
-import numpy as np
 
 from .base import Peer, normalise_columns
 
