@@ -26,6 +26,7 @@ import click
 
 from .group import group_options, run_group
 from .kafka_consumer import ENV_PREFIX, ConsumerConfig, TopicModelConsumer, field_kinds
+from .signals import ignore_stop_signals
 
 _HINTS = typing.get_type_hints(ConsumerConfig)
 
@@ -115,6 +116,7 @@ def consume(config_file, show_config, log_level, workers, group_store, refresh_i
     service = TopicModelConsumer(config)
     service.install_signal_handlers()
     metrics = service.run()
+    ignore_stop_signals()
     click.echo(json.dumps(metrics.as_dict()))
 
 

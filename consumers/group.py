@@ -52,6 +52,7 @@ from streamtopics import StreamingTopicModel, TopicSnapshot
 
 from .checkpoint import lock_exclusively
 from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
+from .signals import STOP_SIGNALS, ignore_stop_signals, install_graceful_stop
 from .store import DirectoryStateStore, StateStore, coverage, frontier, merge_partials, overlaps
 
 log = logging.getLogger("streamtopics.group")
@@ -185,12 +186,8 @@ class Refresher:
         self._stop.set()
 
     def install_signal_handlers(self) -> None:
-        def handler(signum, frame):
-            signal.signal(signum, signal.SIG_DFL)
-            self.stop()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, handler)
+        """SIGTERM/SIGINT: one last refresh round, then return from :meth:`run`."""
+        install_graceful_stop(self.stop, "one last refresh round, then stop")
 
     def run(self) -> None:
         try:
@@ -290,7 +287,7 @@ def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None
     def handler(signum, frame):
         stopping.set()
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, handler)
     names = [f"worker-{i}" for i in range(workers)]
     for name in names:
@@ -349,6 +346,7 @@ def worker_command(config_file, store, member, log_level):
     service = Worker(ConsumerConfig.load(config_file), DirectoryStateStore(store), member)
     service.install_signal_handlers()
     metrics = service.run()
+    ignore_stop_signals()
     click.echo(json.dumps(metrics.as_dict()))
 
 
@@ -363,6 +361,7 @@ def refresher_command(config_file, store, interval, log_level):
     refresher = Refresher(ConsumerConfig.load(config_file), DirectoryStateStore(store), interval)
     refresher.install_signal_handlers()
     refresher.run()
+    ignore_stop_signals()
 
 
 @cli.command("status")

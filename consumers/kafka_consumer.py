@@ -37,7 +37,6 @@ import json
 import logging
 import os
 import random
-import signal
 import threading
 import time
 import types
@@ -54,6 +53,7 @@ from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabula
 
 from .checkpoint import CheckpointStore, Offsets
 from .messages import FORMATS, MessageDecoder
+from .signals import install_graceful_stop
 
 log = logging.getLogger("streamtopics.consumer")
 
@@ -564,13 +564,7 @@ class TopicModelConsumer:
     def install_signal_handlers(self) -> None:
         """SIGTERM and SIGINT stop the service gracefully (main thread only); a second one
         of the same kind ends the process at once."""
-        def handler(signum, frame):
-            signal.signal(signum, signal.SIG_DFL)
-            log.info("signal %d: finishing the batch, then checkpoint, commit and close", signum)
-            self.stop()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, handler)
+        install_graceful_stop(self.stop, "finishing the batch, then checkpoint, commit and close")
 
     def stop(self) -> None:
         """Ask :meth:`run` to finish its batch, checkpoint, commit and return."""

@@ -194,21 +194,29 @@ def test_sigkill_at_random_points_then_restart_is_exact(kafka_broker, corpus, re
         return max((int(p.name[5:15]) for p in checkpoints.glob("ckpt-*.json")), default=0)
 
     def interrupt(signum):
-        """Start the consumer, let it write one more checkpoint, wait a random moment, signal it."""
+        """Start the consumer, let it write one more checkpoint, wait a random moment, signal
+        it. Returns its exit status, or None when it finished the stream before the signal."""
         before = newest()
         process = ConsumerProcess(args, log_path)
         deadline = time.monotonic() + 60
         while newest() <= before:
-            assert process.proc.poll() is None, f"consumer ended early (seed {seed}):\n{process.log_tail()}"
+            if process.proc.poll() is not None:  # nothing left to read: a clean end, no checkpoint
+                assert process.proc.returncode == 0, f"consumer failed (seed {seed}):\n{process.log_tail()}"
+                return None
             assert time.monotonic() < deadline, f"no checkpoint in 60 s (seed {seed}):\n{process.log_tail()}"
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.5))
-        assert process.proc.poll() is None, f"consumer finished before it could be killed (seed {seed})"
+        if process.proc.poll() is not None:
+            assert process.proc.returncode == 0, f"consumer failed (seed {seed}):\n{process.log_tail()}"
+            return None
         return process.kill(signum)
 
-    for _ in range(3):
-        assert interrupt(signal.SIGKILL) == -signal.SIGKILL
+    # The graceful stop comes first, while most of the stream is unread, so it is sure to land
+    # mid-stream; later kills may find the stream finished (then the consumer ends cleanly).
     assert interrupt(signal.SIGTERM) == 0  # graceful: finish the batch, checkpoint, commit
+    assert interrupt(signal.SIGKILL) == -signal.SIGKILL
+    for _ in range(2):
+        assert interrupt(signal.SIGKILL) in (-signal.SIGKILL, None)
     final = ConsumerProcess(args, log_path)
     assert final.wait(timeout=120) == 0, final.log_tail()
 
@@ -217,7 +225,6 @@ def test_sigkill_at_random_points_then_restart_is_exact(kafka_broker, corpus, re
     assert offsets == offsets_of(topic, ends), f"seed {seed}"
     assert model.documents_absorbed == N_DOCS, f"seed {seed}"
     assert_same_statistics(model, reference)
-    assert log_path.read_text().count("=== start") == 5
 
 
 # --------------------------------------------------------------------------- broker restart
