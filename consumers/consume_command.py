@@ -95,7 +95,7 @@ def _overrides(settings: dict) -> dict:
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 @group_options
 @_config_options
-def consume(config_file, show_config, log_level, workers, group_store, refresh_interval, **settings):
+def consume(config_file, show_config, log_level, workers, member_prefix, group_store, refresh_interval, **settings):
     """Consume Kafka topics into a streaming topic model: exactly-once model state (checkpoint,
     then commit), snapshots to a topic and a directory, per-document topic mixtures, dead letters."""
     try:
@@ -110,7 +110,8 @@ def consume(config_file, show_config, log_level, workers, group_store, refresh_i
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     if workers:
         try:
-            sys.exit(run_group(config, workers, group_store, refresh_interval, log_level))
+            sys.exit(run_group(config, workers, group_store, refresh_interval, log_level,
+                               member_prefix=member_prefix))
         except ValueError as error:
             raise click.UsageError(str(error)) from error
     service = TopicModelConsumer(config)

@@ -17,17 +17,21 @@ Topology (DESIGN 5)::
   it -- so a partition's documents are counted by exactly one worker's newest checkpoint, and a
   worker that dies keeps counting up to its last checkpoint while its partitions move on from
   there. Each checkpoint lists the offset ranges it counts per partition.
-* The **refresher** (:class:`Refresher`, one process; the store's ``refresher.lock`` keeps it
-  single) reads the newest partial checkpoint of every worker, checks that no two count the
-  same offsets, sums them, refreshes (anchors, recovery warm-started from its previous solution,
-  topic ids aligned with its previous snapshot) and publishes the snapshot to the store and the
-  snapshot topic.
+* The **refresher** (:class:`Refresher`) reads the newest partial checkpoint of every worker,
+  checks that no two count the same offsets, sums them, refreshes (anchors, recovery
+  warm-started from its previous solution, topic ids aligned with its previous snapshot) and
+  publishes the snapshot to the store and the snapshot topic. Every machine's ``consume
+  --workers`` starts a refresher candidate; the store's refresher lease elects one, and a
+  standby takes over (from the state in the store) when the leader stops or dies.
 * Workers follow the snapshot topic (a version notice per snapshot) and take the full snapshot
   from the store to publish per-document topic mixtures.
 
-``streamtopics consume --workers N --group-store DIR`` runs N workers and a refresher as child
-processes (:func:`run_group`); ``python -m consumers.group worker|refresher`` runs one role, so
-several machines can point at one store (a shared file system).
+``streamtopics consume --workers N --group-store DIR`` runs N workers and a refresher candidate
+as child processes (:func:`run_group`). The same command on several machines, pointing at one
+store on a shared file system, forms one group: workers are named ``<member prefix>-<i>``
+(the prefix defaults to the host name), so each machine's workers keep their own partial states
+and get them back when restarted there. ``python -m consumers.group worker|refresher`` runs one
+role by hand.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -50,7 +56,6 @@ from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
-from .checkpoint import lock_exclusively
 from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
 from .signals import STOP_SIGNALS, ignore_stop_signals, install_graceful_stop
 from .store import DirectoryStateStore, StateStore, coverage, frontier, merge_partials, overlaps
@@ -159,42 +164,74 @@ class Worker(TopicModelConsumer):
 class Refresher:
     """Merges the newest partial states, refreshes, publishes (see the module docstring).
 
+    Any number of refreshers may run against one store (one per machine that runs ``consume
+    --workers``); the store's refresher lease elects one, and the others stand by until its
+    holder stops or dies, then one of them takes over from the state it left in the store.
     :meth:`refresh_once` does one round (None when nothing changed or the partial states are
-    inconsistent); :meth:`run` repeats it every ``interval`` seconds until :meth:`stop`, then
-    does a last one."""
+    inconsistent); :meth:`run` repeats it every ``interval`` seconds while leading, until
+    :meth:`stop`, then does a last one."""
 
-    def __init__(self, config: ConsumerConfig, store: DirectoryStateStore, interval: float = 10.0):
+    def __init__(self, config: ConsumerConfig, store: StateStore, interval: float = 10.0,
+                 standby_poll_s: float = 1.0):
         self.config = replace(config, snapshot_dir=None, doc_topics_topic=None, dead_letter_topic=None)
         self.store = store
         self.interval = interval
+        self.standby_poll_s = standby_poll_s
         self.metrics = ConsumerMetrics()
         self.outputs = Outputs(self.config, self.metrics)
-        lock_path = store.refresher_dir / "refresher.lock"
-        self._lock = lock_exclusively(lock_path, f"another refresher holds {lock_path}")
+        self._lease = None
         self._stop = threading.Event()
         self._last_key: tuple | None = None
-        self.snapshot: TopicSnapshot | None = store.latest_snapshot()
-        state = store.load_refresher_state()
+        self.snapshot: TopicSnapshot | None = None
+        self._coefficients, self._next_topic_id = None, 0
+        self.last: dict = {}
+
+    @property
+    def leading(self) -> bool:
+        return self._lease is not None
+
+    def try_lead(self) -> bool:
+        """Take the store's refresher lease if it is free, and with it the state the previous
+        refresher left: its last snapshot (topic ids go on from it), its warm-start point."""
+        if self._lease is None:
+            self._lease = self.store.try_refresher_lease()
+            if self._lease is None:
+                return False
+            self._take_over_state()
+            log.info("leading the group's refreshes (from snapshot %s)",
+                     None if self.snapshot is None else self.snapshot.version)
+        return True
+
+    def _take_over_state(self) -> None:
+        self.snapshot, self._last_key = self.store.latest_snapshot(), None
+        state = self.store.load_refresher_state()
         self._coefficients, self._next_topic_id = None, 0
         if state is not None and self.snapshot is not None and state[2] == self.snapshot.version:
             self._coefficients, self._next_topic_id = state[0], state[1]
         elif self.snapshot is not None:
             self._next_topic_id = max(self.snapshot.topic_ids) + 1
-        self.last: dict = {}
 
     def stop(self) -> None:
         self._stop.set()
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT: one last refresh round, then return from :meth:`run`."""
+        """SIGTERM/SIGINT: one last refresh round (when leading), then return from :meth:`run`."""
         install_graceful_stop(self.stop, "one last refresh round, then stop")
 
     def run(self) -> None:
         try:
+            waiting_logged = False
             while not self._stop.is_set():
+                if not self.try_lead():
+                    if not waiting_logged:
+                        log.info("standing by: another refresher holds the store's lease")
+                        waiting_logged = True
+                    self._stop.wait(self.standby_poll_s)
+                    continue
                 self._round()
                 self._stop.wait(self.interval)
-            self._round()
+            if self.leading:
+                self._round()
         finally:
             self.close()
 
@@ -206,6 +243,8 @@ class Refresher:
             log.exception("refresh round failed; retrying in %.1f s", self.interval)
 
     def refresh_once(self, force: bool = False) -> TopicSnapshot | None:
+        if not self.try_lead():
+            raise RuntimeError("another refresher holds the store's lease")
         t0 = time.perf_counter()
         partials = self.store.partials()
         key = tuple(p.key for p in partials)
@@ -244,9 +283,9 @@ class Refresher:
 
     def close(self) -> None:
         self.outputs.close()
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
 
 # --------------------------------------------------------------------------- processes
@@ -263,18 +302,26 @@ def _child(role: str, config_path: Path, store: Path, member: str | None, interv
     return args
 
 
+def default_member_prefix() -> str:
+    """This machine's host name, made safe for a directory name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()).lstrip(".") or "host"
+
+
 def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None, refresh_interval: float = 10.0,
-              log_level: str = "INFO", restart_failed: bool = True) -> int:
-    """``consume --workers N``: N worker processes and one refresher on this machine, sharing
-    ``store_dir`` (default: the checkpoint directory). A worker that dies abnormally is restarted
-    (it resumes from its checkpoint); SIGTERM/SIGINT stop all of them gracefully. Returns the
-    exit status (0 when every child stopped cleanly)."""
+              log_level: str = "INFO", restart_failed: bool = True, member_prefix: str | None = None) -> int:
+    """``consume --workers N``: N worker processes named ``<member_prefix>-<i>`` and a refresher
+    candidate on this machine, sharing ``store_dir`` (default: the checkpoint directory) with
+    any other machine's group. A worker or refresher that dies abnormally is restarted (a worker
+    resumes from its checkpoint); SIGTERM/SIGINT stop all of them gracefully. Returns the exit
+    status (0 when every child stopped cleanly)."""
     if workers < 1:
         raise ValueError("--workers must be at least 1")
     if not config.vocabulary:
         raise ValueError("--workers needs a fixed --vocabulary (partial statistics are summed over the same words)")
+    prefix = member_prefix or default_member_prefix()
     store = DirectoryStateStore(store_dir or config.checkpoint_dir)
-    config_path = store.root / "group-config.json"
+    store.member_dir(prefix)  # the prefix must make valid member names
+    config_path = store.root / f"group-config-{prefix}.json"
     config_path.write_text(json.dumps(config.to_dict(redact=False), indent=1))
     os.chmod(config_path, 0o600)
     stopping = threading.Event()
@@ -289,7 +336,7 @@ def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, handler)
-    names = [f"worker-{i}" for i in range(workers)]
+    names = [f"{prefix}-{i}" for i in range(workers)]
     for name in names:
         start(name)
     start("refresher")
@@ -379,12 +426,16 @@ def status_command(store):
 
 #: options to add to ``consume`` (see :func:`group_options`)
 def group_options(command):
-    """Decorate the ``consume`` command with ``--workers``, ``--group-store``, ``--refresh-interval``."""
+    """Decorate the ``consume`` command with ``--workers``, ``--member-prefix``, ``--group-store``,
+    ``--refresh-interval``."""
     command = click.option("--refresh-interval", type=float, default=10.0, show_default=True,
                            help="With --workers: seconds between the refresher's merge+refresh rounds.")(command)
     command = click.option("--group-store", type=click.Path(file_okay=False), default=None,
                            help="With --workers: the group's shared state store directory "
                                 "[default: the checkpoint directory].")(command)
+    command = click.option("--member-prefix", default=None,
+                           help="With --workers: this machine's worker names are PREFIX-0 .. PREFIX-N-1; keep it "
+                                "stable and unique per machine [default: the host name].")(command)
     command = click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Scale out: run N worker processes in the consumer group and one refresher "
                                 "that merges their partial statistics (needs --vocabulary).")(command)

@@ -7,10 +7,12 @@ refresher publishes, and the refresher's own small state (warm-start point, next
 
     ROOT/members/<worker>/ckpt-*.state|json   a worker's CheckpointStore (it alone writes there)
     ROOT/snapshots/snapshot-NNNNNN.json        full snapshots published by the refresher
-    ROOT/refresher/                            the refresher's warm-start state (refresher.lock)
+    ROOT/refresher/                            the refresher's warm-start state; refresher.lock
+                                               is the lease that elects one refresher
 
 An object store can implement the same interface later: partial checkpoints are written whole
-and replaced atomically, and readers only ever need the newest intact one per member.
+and replaced atomically, readers only ever need the newest intact one per member, and the
+refresher lease maps onto a conditional write (create-if-absent with an expiry).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from streamtopics import CorruptStateError, StreamingTopicModel, TopicSnapshot
 from streamtopics.state import atomic_write_bytes
 
-from .checkpoint import Checkpoint, CheckpointStore, Offsets
+from .checkpoint import Checkpoint, CheckpointStore, Offsets, lock_exclusively
 
 log = logging.getLogger("streamtopics.store")
 
@@ -86,6 +88,11 @@ class StateStore(abc.ABC):
     @abc.abstractmethod
     def load_refresher_state(self) -> tuple[np.ndarray | None, int, int] | None: ...
 
+    @abc.abstractmethod
+    def try_refresher_lease(self) -> RefresherLease | None:
+        """Become the group's one refresher: a held lease, or None while another process holds
+        it. The lease ends when released or when its holder dies."""
+
     # ------------------------------------------------------------------ derived
     def checkpointed_offset(self, topic: str, partition: int, exclude: str | None = None) -> int | None:
         """The furthest offset any member (but ``exclude``) checkpointed for a partition: where
@@ -98,6 +105,26 @@ class StateStore(abc.ABC):
             if offset is not None and (best is None or offset > best):
                 best = offset
         return best
+
+
+class RefresherLease(abc.ABC):
+    """Proof of being the group's refresher (see :meth:`StateStore.try_refresher_lease`)."""
+
+    @abc.abstractmethod
+    def release(self) -> None: ...
+
+
+class _FileLockLease(RefresherLease):
+    """An exclusive ``flock`` on a file: the kernel (or the shared file system's lock manager)
+    drops it when the holding process dies, so a standby takes over without a timeout."""
+
+    def __init__(self, descriptor: int | None):
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
 
 
 class DirectoryStateStore(StateStore):
@@ -179,6 +206,12 @@ class DirectoryStateStore(StateStore):
             log.error("refresher state unreadable (%s): next refresh starts cold", error)
             return None
         return coefficients, int(state["next_topic_id"]), int(state["version"])
+
+    def try_refresher_lease(self) -> RefresherLease | None:
+        try:
+            return _FileLockLease(lock_exclusively(self.refresher_dir / "refresher.lock", "held"))
+        except RuntimeError:
+            return None
 
     def __repr__(self) -> str:
         return f"DirectoryStateStore({str(self.root)!r})"

@@ -211,23 +211,110 @@ def test_worker_that_never_returns_still_counts_and_loses_nothing(kafka_broker, 
     assert_snapshot_matches(snapshot, reference)
 
 
-def test_consume_workers_command_runs_workers_and_refresher(kafka_broker, corpus, vocabulary, vocabulary_file,
-                                                           tmp_path):
-    """``consume --workers 2``: two worker processes and a refresher; workers stop once idle,
-    the refresher publishes a last snapshot of everything, the command exits 0."""
-    docs = corpus[:600]
+def child_pids(pid: int) -> list[int]:
+    """The direct children of a process (Linux /proc)."""
+    pids = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        pids += [int(p) for p in path.read_text().split()]
+    return pids
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def consume_workers(config: Path, workers: int, prefix: str, store: Path, log_path: Path) -> subprocess.Popen:
+    """``consume --workers N`` as one 'machine': its own session, so killing the process group
+    kills the machine's supervisor, workers and refresher candidate at once."""
+    args = [sys.executable, "-m", "consumers.consume_command", "--config", str(config), "--workers", str(workers),
+            "--member-prefix", prefix, "--group-store", str(store), "--refresh-interval", "1"]
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(args, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_consume_workers_command_restarts_a_killed_worker(kafka_broker, corpus, vocabulary, vocabulary_file,
+                                                         tmp_path):
+    """``consume --workers 2``: two worker processes and a refresher; a worker SIGKILLed mid-run
+    is restarted by the command and resumes from its checkpoint; workers stop once idle, the
+    refresher publishes a last snapshot of everything, the command exits 0."""
+    docs = corpus[:800]
     topic = unique("scale")
     create_topic(kafka_broker, topic, PARTITIONS)
-    produce(kafka_broker, topic, corpus_messages(docs))
-    store_dir = tmp_path / "store"
-    args = [sys.executable, "-m", "consumers.consume_command", "--workers", "2", "--refresh-interval", "1",
-            "--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic", topic, "--group-id", unique("group"),
-            "--n-topics", str(N_TOPICS), "--vocabulary", str(vocabulary_file), "--checkpoint-dir", str(store_dir),
-            "--checkpoint-every-seconds", "1", "--stop-when-idle", "3", "--log-every-seconds", "0"]
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=150)
-    assert result.returncode == 0, result.stderr[-3000:]
+    produce(kafka_broker, topic, corpus_messages(docs[:400]))
+    config = write_config(kafka_broker, topic, tmp_path, vocabulary_file, snapshot_topic=None,
+                          doc_topics_topic=None, stop_when_idle=4.0)
+    store_dir, log_path = tmp_path / "store", tmp_path / "machine.log"
+    machine = consume_workers(config, 2, "m", store_dir, log_path)
     store = DirectoryStateStore(store_dir)
+    try:
+        wait_until(lambda: any(p.ranges for p in store.partials()), 90, "a worker's first checkpoint")
+        victim = next(p.member for p in store.partials() if p.ranges)
+        pid = next(pid for pid in child_pids(machine.pid) if victim in command_line(pid))
+        os.kill(pid, signal.SIGKILL)
+        produce(kafka_broker, topic, corpus_messages(docs[400:]))
+        assert machine.wait(timeout=150) == 0, log_path.read_text()[-3000:]
+    finally:
+        if machine.poll() is None:
+            os.killpg(machine.pid, signal.SIGKILL)
+    log = log_path.read_text()
+    assert f"{victim} exited with -9: restarting it" in log
+    assert "restored checkpoint" in log
     ends = end_offsets(kafka_broker, topic, PARTITIONS)
     assert covered(store, topic, ends) and overlaps(store.partials()) == []
+    assert {p.member for p in store.partials()} <= {"m-0", "m-1"}
     assert_same_statistics(merge_partials(store, store.partials()), reference_model(docs, vocabulary))
     assert store.latest_snapshot().documents_seen == len(docs)
+
+
+def test_same_command_on_two_machines_one_store_survives_losing_a_machine(kafka_broker, corpus, reference,
+                                                                          vocabulary_file, tmp_path):
+    """``consume --workers`` on two 'machines' (process groups) with one store form one group:
+    one refresher leads, the other stands by. Machine A dies whole (SIGKILL to its process
+    group, refresher included): B's refresher takes over from the store's state, B's worker
+    takes A's partitions from A's last checkpoints, and the final merged statistics and snapshot
+    cover every document exactly once."""
+    topic = unique("machines")
+    create_topic(kafka_broker, topic, PARTITIONS)
+    config = write_config(kafka_broker, topic, tmp_path, vocabulary_file, snapshot_topic=None,
+                          doc_topics_topic=None, stop_when_idle=15.0)
+    messages = corpus_messages(corpus)
+    store_dir = tmp_path / "store"
+    store = DirectoryStateStore(store_dir)
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    produce(kafka_broker, topic, messages[:1000])
+    machine_a = consume_workers(config, 2, "a", store_dir, log_a)
+    machine_b = None
+    try:
+        ends = end_offsets(kafka_broker, topic, PARTITIONS)
+        wait_until(lambda: covered(store, topic, ends) and store.latest_snapshot() is not None, 120,
+                   "machine A to absorb the first half and publish")
+        machine_b = consume_workers(config, 1, "b", store_dir, log_b)
+        wait_until(lambda: "standing by" in log_b.read_text(), 90, "B's refresher to stand by")
+        produce(kafka_broker, topic, messages[1000:1500])
+        ends = end_offsets(kafka_broker, topic, PARTITIONS)
+        wait_until(lambda: covered(store, topic, ends), 120, "the third quarter checkpointed")
+        killed_at = store.latest_snapshot().version
+        os.killpg(machine_a.pid, signal.SIGKILL)
+        machine_a.wait(timeout=30)
+        produce(kafka_broker, topic, messages[1500:])
+        assert machine_b.wait(timeout=240) == 0, log_b.read_text()[-3000:]
+    finally:
+        for machine in (machine_a, machine_b):
+            if machine is not None and machine.poll() is None:
+                os.killpg(machine.pid, signal.SIGKILL)
+
+    assert "leading the group's refreshes" not in log_b.read_text().split("standing by")[0]
+    assert "leading the group's refreshes" in log_b.read_text()
+    ends = end_offsets(kafka_broker, topic, PARTITIONS)
+    assert sum(ends.values()) == N_DOCS and covered(store, topic, ends)
+    partials = store.partials()
+    assert overlaps(partials) == []
+    assert {p.member for p in partials} >= {"a-0", "a-1", "b-0"}
+    assert_same_statistics(merge_partials(store, partials), reference)
+    snapshot = store.latest_snapshot()
+    assert snapshot.version > killed_at
+    assert_snapshot_matches(snapshot, reference)
