@@ -383,6 +383,11 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
               help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
                    "Default: as fast as possible.")
 @model_options
+@click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
+              help="Forget: a document's weight halves every N documents after it (default: exact sums).")
+@click.option("--half-life-time", type=_duration, metavar="DURATION",
+              help="Forget by stream time: a document's weight halves every DURATION (7d, 12h) of stream "
+                   "time after it (needs --time-field or Kafka).")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N",
               help="Also checkpoint every N documents (always: at the end and when stopped).")
 @click.option("--stop-after", type=click.IntRange(min=1), metavar="N",
@@ -397,8 +402,9 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
 @serve_options
 @click.option("--keep-serving", is_flag=True, help="With --serve: keep serving after the replay ends, until Ctrl-C.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, checkpoint_every,
-           stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving):
+           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, half_life,
+           half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
+           allow_remote, keep_serving):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -409,6 +415,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
       streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 2000
       streamtopics replay reuters21578.jsonl.gz --text-field title --text-field body \\
           --time-field date --time-format '%d-%b-%Y %H:%M:%S.%f' --snapshot-interval 7d
+      streamtopics replay reuters21578.jsonl.gz --time-field date \\
+          --time-format '%d-%b-%Y %H:%M:%S.%f' --half-life-time 30d --snapshot-interval 7d
       streamtopics replay --resume --out runs/news
     """
     console = Console(quiet)
@@ -426,9 +434,16 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
             raise click.UsageError("--speed paces by timestamps: give --time-field")
         if snapshot_interval and not (time_field or str(source).startswith("kafka://")):
             raise click.UsageError("--snapshot-interval needs timestamps: give --time-field")
+        if half_life and half_life_time:
+            raise click.UsageError("give --half-life (documents) or --half-life-time (stream time), not both")
+        if half_life_time and not (time_field or str(source).startswith("kafka://")):
+            raise click.UsageError("--half-life-time needs timestamps: give --time-field")
         opened = open_source(source, **kwargs)
         _prepare_out(out, force)
-        model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed)
+        forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
+                      else {"half_life": half_life})
+        model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
+                                    **forgetting)
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
         engine = Replay(model, opened, out, every_documents=snapshot_every, every_seconds=snapshot_interval,

@@ -664,11 +664,11 @@ class TopicModelConsumer:
                     self._reject_message(decoded, record)
                 else:
                     self._in_flight = _InFlight(record, decoded.document)
-                    self.model.learn_one(decoded.document, decoded.key)
+                    self._advance_stream_time(decoded.timestamp, record.timestamp)
+                    self.model.learn_one(decoded.document, decoded.key, stream_time=self._stream_time)
                     if not self._in_flight.rejected:
                         absorbed.append((record, decoded.key, decoded.document))
                     self._in_flight = None
-                    self._advance_stream_time(decoded.timestamp, record.timestamp)
                 self.positions[position] = record.offset + 1
             self._extend_range(position)
         if self.group is not None and self.config.doc_topics_topic:

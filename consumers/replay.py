@@ -146,7 +146,7 @@ class Replay:
                 if paced_from is None:
                     paced_from = (timestamp, self._clock())
                 self._wait_until(paced_from[1] + (timestamp - paced_from[0]) / self.speed)
-            self.model.learn_one(item.document, item.key)
+            self.model.learn_one(item.document, item.key, stream_time=timestamp)
             position = self.source.position
             self.documents += 1
             self._since_snapshot += 1

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from .documents import DocumentBatch
+from .forgetting import DecayClock
 
 _ROW_BLOCK = 256  # rows unpacked at a time by matmul: 2 x 256 x V doubles of scratch
 
@@ -145,39 +146,34 @@ class CooccurrenceStats:
     (1.0, 1)
     """
 
-    def __init__(self, n_words: int, half_life: float | None = None):
+    def __init__(self, n_words: int, half_life: float | None = None, half_life_unit: str = "documents"):
         self.n_words = int(n_words)
         self.packed = np.zeros(self.n_words * (self.n_words + 1) // 2)
         self.word_mass = np.zeros(self.n_words)  # row sums of Q_sum: sum_d H_d[w] / n_d
         self.word_counts = np.zeros(self.n_words)  # sum_d H_d[w]
         self.n_docs = 0  # M: documents that contributed (n_d >= 2)
         self.half_life = None
+        self.decay: DecayClock | None = None
         if half_life is None:
             self.document_frequency = np.zeros(self.n_words, np.int64)
         else:
-            self._start_forgetting(half_life)
+            self._start_forgetting(DecayClock(half_life, half_life_unit))
 
     # ------------------------------------------------------------------ forgetting (DESIGN 2.7)
-    # With ``half_life`` h (in documents), every sum is the exponentially weighted sum
-    # ``sum_d 2^(-(T - t_d) / h) Q_d`` with T the documents absorbed so far and t_d = 1..T the
-    # index of document d: the latest document weighs 1, one h documents older weighs 1/2.
-    # Multiplying V^2 numbers by lambda = 2^(-1/h) per document would make ingestion O(V^2), so
-    # it is done lazily: the stored sums are ``2^((T - epoch) / h)`` times the true ones. Each new
-    # document is added with weight ``2^((t_d - epoch) / h)`` (lambda^(-t)), readers get the true
-    # sums through :meth:`view` (which divides, settling the stored sums onto the current
-    # time: O(V^2), done by refresh, which costs far more anyway), and the stored sums are also
-    # settled whenever ``(T - epoch) / h`` would pass ``_MAX_EXPONENT``, long before float64
-    # overflows (2^1023). Document frequencies become decayed (float) document frequencies and
-    # ``effective_documents`` (sum of the weights, tending to h / ln 2) replaces M for readers.
-    _MAX_EXPONENT = 256.0
+    # With ``half_life`` h, every sum is the exponentially weighted sum ``sum_d 2^(-(T - t_d) / h)
+    # Q_d``, T now and t_d the time of document d (its arrival index, or its stream time): the
+    # latest document weighs 1, one h older weighs 1/2. Multiplying V^2 numbers per document
+    # would make ingestion O(V^2), so it is done lazily (:class:`~streamtopics.forgetting.DecayClock`):
+    # each new document is added with weight ``2^((t_d - epoch) / h)``, readers get the true
+    # sums through :meth:`view` (which settles the stored sums onto the current time: O(V^2),
+    # done by refresh, which costs far more anyway). Document frequencies become decayed (float)
+    # document frequencies and ``effective_documents`` (the sum of the weights, tending to
+    # h / ln 2 documents) replaces M for readers.
 
-    def _start_forgetting(self, half_life: float) -> None:
-        half_life = float(half_life)
-        if not half_life > 0 or not np.isfinite(half_life):
-            raise ValueError("half_life must be a positive number of documents")
-        self.half_life = half_life
+    def _start_forgetting(self, decay: DecayClock) -> None:
+        self.decay = decay
+        self.half_life = decay.half_life
         self.document_frequency = np.zeros(self.n_words)
-        self._epoch = 0.0
         self._weight_sum = 0.0  # stored (scaled) sum of document weights
 
     @property
@@ -189,21 +185,18 @@ class CooccurrenceStats:
         """M for readers: the documents absorbed, or their decayed weight with forgetting on."""
         if self.half_life is None:
             return float(self.n_docs)
-        return self._weight_sum * self._read_scale()
+        return self._weight_sum * self.decay.scale()
 
-    def _read_scale(self) -> float:
-        return float(2.0 ** (-(self.n_docs - self._epoch) / self.half_life))
+    def _rescale(self, factor: float) -> None:
+        for array in (self.packed, self.word_mass, self.word_counts, self.document_frequency):
+            array *= factor
+        self._weight_sum *= factor
 
     def settle(self) -> None:
         """Divide the lazily scaled sums by their scale so that the stored numbers are the true
         decayed sums (scale 1). A no-op without forgetting."""
-        if self.half_life is None or self._epoch == self.n_docs:
-            return
-        factor = self._read_scale()
-        for array in (self.packed, self.word_mass, self.word_counts, self.document_frequency):
-            array *= factor
-        self._weight_sum *= factor
-        self._epoch = float(self.n_docs)
+        if self.decay is not None:
+            self.decay.settle(self._rescale)
 
     def view(self) -> "CooccurrenceStats":
         """The sums as readers (anchor search, recovery) must see them: ``self`` without
@@ -213,7 +206,7 @@ class CooccurrenceStats:
             return self
         self.settle()
         out = CooccurrenceStats.__new__(CooccurrenceStats)
-        out.n_words, out.half_life = self.n_words, None
+        out.n_words, out.half_life, out.decay = self.n_words, None, None
         out.packed, out.word_mass, out.word_counts = self.packed, self.word_mass, self.word_counts
         out.document_frequency = self.document_frequency
         out.n_docs = self._weight_sum
@@ -233,34 +226,31 @@ class CooccurrenceStats:
             batch.counts, order, group_starts, n_chunks, weights,
         )
 
-    def _update_forgetting(self, batch: DocumentBatch) -> None:
-        limit = max(1, int(self._MAX_EXPONENT * self.half_life / 2))
-        for start in range(0, len(batch), limit):
-            part = batch if len(batch) <= limit else batch.select(np.arange(start, min(start + limit, len(batch))))
-            if (self.n_docs + len(part) - self._epoch) / self.half_life > self._MAX_EXPONENT:
-                self.settle()
-            t = self.n_docs + 1.0 + np.arange(len(part))
-            weights = 2.0 ** ((t - self._epoch) / self.half_life)
-            self._accumulate(part, weights)
-            entry_weight = np.repeat(weights, np.diff(part.indptr))
-            self.word_counts += np.bincount(part.indices, weights=part.counts * entry_weight, minlength=self.n_words)
-            self.document_frequency += np.bincount(part.indices, weights=entry_weight, minlength=self.n_words)
-            self._weight_sum += float(weights.sum())
-            self.n_docs += len(part)
+    def _update_forgetting(self, batch: DocumentBatch, stream_times) -> None:
+        weights = self.decay.weights(self.decay.times(len(batch), stream_times), self._rescale)
+        self._accumulate(batch, weights)
+        entry_weight = np.repeat(weights, np.diff(batch.indptr))
+        self.word_counts += np.bincount(batch.indices, weights=batch.counts * entry_weight, minlength=self.n_words)
+        self.document_frequency += np.bincount(batch.indices, weights=entry_weight, minlength=self.n_words)
+        self._weight_sum += float(weights.sum())
+        self.n_docs += len(batch)
 
-    def update(self, batch: DocumentBatch) -> None:
+    def update(self, batch: DocumentBatch, stream_times=None) -> None:
         """Absorb a batch. Documents with fewer than 2 tokens carry no word pair and are
-        ignored here entirely (the model rejects them before, with a reason)."""
+        ignored here entirely (the model rejects them before, with a reason). ``stream_times``
+        (one per document, seconds; NaN for unknown) date the documents when the half-life is
+        in stream time."""
         if len(batch) == 0:
             return
         lengths = batch.lengths
         kept = lengths >= 2.0
         if not kept.all():
             batch = batch.select(np.flatnonzero(kept))
+            stream_times = None if stream_times is None else np.asarray(stream_times)[kept]
             if len(batch) == 0:
                 return
         if self.half_life is not None:
-            self._update_forgetting(batch)
+            self._update_forgetting(batch, stream_times)
             return
         self._accumulate(batch, np.ones(len(batch)))
         self.word_counts += np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
@@ -271,15 +261,13 @@ class CooccurrenceStats:
         """Add another instance's sums into this one (disjoint sub-streams -> their union)."""
         if other.n_words != self.n_words:
             raise ValueError(f"cannot merge statistics over {other.n_words} words into {self.n_words}")
-        if self.half_life != other.half_life:
+        if self.half_life != other.half_life or (self.decay and self.decay.unit) != (other.decay and other.decay.unit):
             raise ValueError("cannot merge statistics with different forgetting (half_life)")
         if self.half_life is not None:
             # both sub-streams are taken to end now: their decayed sums add, at scale 1
-            self.settle()
-            other.settle()
+            self.decay.settle_for_merge(other.decay, self._rescale, other._rescale)
             self._weight_sum += other._weight_sum
             self.n_docs += other.n_docs
-            self._epoch = float(self.n_docs)
             for mine, theirs in ((self.packed, other.packed), (self.word_mass, other.word_mass),
                                  (self.word_counts, other.word_counts),
                                  (self.document_frequency, other.document_frequency)):
@@ -364,9 +352,8 @@ class CooccurrenceStats:
             "word_counts": self.word_counts,
             "document_frequency": self.document_frequency,
             "n_docs": np.int64(self.n_docs),
-            "half_life": np.float64(self.half_life),
-            "epoch": np.float64(self._epoch),
             "weight_sum": np.float64(self._weight_sum),
+            **self.decay.state_dict(),
         }
 
     @classmethod
@@ -378,10 +365,11 @@ class CooccurrenceStats:
         stats.word_counts = np.array(state["word_counts"], dtype=np.float64)
         stats.n_docs = int(state["n_docs"])
         stats.half_life = None
+        stats.decay = None
         if "half_life" in state:
-            stats._start_forgetting(float(state["half_life"]))
+            stats._start_forgetting(DecayClock.from_state_dict(
+                {"clock": stats.n_docs, **state}))  # files before stream-time half-lives had no clock
             stats.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
-            stats._epoch = float(state["epoch"])
             stats._weight_sum = float(state["weight_sum"])
         else:
             stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)

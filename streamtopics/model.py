@@ -15,7 +15,7 @@ import numpy as np
 from .alignment import align_topics
 from .anchors import default_min_document_frequency
 from .cooccurrence import CooccurrenceStats
-from .forgetting import DecayedCounter
+from .forgetting import HALF_LIFE_UNITS, DecayedCounter
 from .history import TopicHistory
 from .window import DocumentWindow
 from .open_vocabulary import OpenVocabulary
@@ -94,18 +94,21 @@ class StreamingTopicModel:
         drops by this many nats per token (:class:`~streamtopics.policy.DriftMonitor`; None: off).
     refresh_in_background
         Automatic refreshes run with :meth:`refresh_async` (ingestion goes on meanwhile).
-    half_life
+    half_life, half_life_unit
         Exponential forgetting (DESIGN 2.7): a document's weight in every sum halves each
-        ``half_life`` documents absorbed after it; done lazily, so ingestion stays O(document)
-        (:class:`~streamtopics.cooccurrence.CooccurrenceStats`). None (default): exact sums.
-        Needs ``anchor_method="fastanchors"`` (the trackers do not forget).
+        ``half_life`` documents absorbed after it (``half_life_unit="documents"``, the default)
+        or each ``half_life`` seconds of stream time (``"stream"``: documents are dated by the
+        ``stream_time`` given to :meth:`learn_one`/:meth:`learn_many`; one without a time, or
+        older than the latest seen, takes the latest seen); done lazily, so ingestion stays O(document)
+        (:class:`~streamtopics.forgetting.DecayClock`). None (default): exact sums. Needs
+        ``anchor_method="fastanchors"`` (the trackers do not forget).
     window
         Sliding window (issue 4): the sums cover only the last ``window`` documents, each
         subtracted when it leaves (:mod:`~streamtopics.window`; keeps those documents, so memory
         grows with W). Not with ``half_life``; needs ``anchor_method="fastanchors"``.
     activity_half_life
         With forgetting, only words whose document frequency decayed with this shorter
-        half-life (default ``half_life / 8``) passes the candidate threshold, rescaled, can be
+        half-life (same unit; default ``half_life / 8``) passes the candidate threshold, rescaled, can be
         anchors, so a topic that stopped leaves the candidates quickly
         (:mod:`~streamtopics.forgetting`).
     min_prevalence
@@ -163,6 +166,7 @@ class StreamingTopicModel:
                  refresh_every_seconds: float | None = None, refresh_clock: str = "stream",
                  drift_threshold: float | None = None, refresh_in_background: bool = False,
                  half_life: float | None = None, activity_half_life: float | None = None,
+                 half_life_unit: str = "documents",
                  min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 0,
                  reservoir_size: int = 2000, max_vocabulary: int | None = None, admit_df: int = 20,
                  vocabulary_sketch_size: int = 1000, window: int | None = None):
@@ -187,6 +191,9 @@ class StreamingTopicModel:
                                 else OpenVocabulary(max_vocabulary, admit_df, vocabulary_sketch_size))
         self.half_life = None if half_life is None else float(half_life)
         self.activity_half_life = None if half_life is None else float(activity_half_life or half_life / 8)
+        if half_life_unit not in HALF_LIFE_UNITS:
+            raise ValueError(f"half_life_unit must be one of {HALF_LIFE_UNITS}")
+        self.half_life_unit = half_life_unit
         self.activity: DecayedCounter | None = None
         self.refresh_every_seconds = refresh_every_seconds
         self.refresh_clock = refresh_clock
@@ -232,9 +239,10 @@ class StreamingTopicModel:
         self.vocabulary: Vocabulary | None = None
         self.stats: CooccurrenceStats | None = None
         self.tracker: RandomProjectionTracker | None = None
-        self._warmup: list[tuple[dict, Any]] = []
+        self._warmup: list[tuple[dict, Any, float | None]] = []  # (counts, key, stream time)
         self._pending: list[EncodedDocument] = []
         self._pending_keys: list[int] = []
+        self._pending_times: list[float] = []  # stream time per pending document (NaN: none yet)
         self.rejections: Counter = Counter()
         self.oov_tokens = 0.0
         self.documents_truncated = 0
@@ -250,17 +258,19 @@ class StreamingTopicModel:
     def learn_one(self, document, key=None, stream_time: float | None = None) -> None:
         """Absorb one document: raw text (str or UTF-8 bytes), a token list, or a
         ``{word: count}`` mapping. ``key`` (bytes, str or int) identifies the document; without
-        one its content does. ``stream_time`` (seconds, e.g. the message timestamp) drives
-        ``refresh_every_seconds`` on the stream clock and stamps automatic snapshots."""
+        one its content does. ``stream_time`` (seconds, e.g. the message timestamp) dates the
+        document for a half-life in stream time, drives ``refresh_every_seconds`` on the stream
+        clock and stamps automatic snapshots. The stream clock never goes back: a document
+        older than one seen before is dated at the latest time seen."""
         if stream_time is not None:
-            self._stream_time = stream_time
+            self._stream_time = stream_time if self._stream_time is None else max(self._stream_time, stream_time)
         if self.vocabulary is None:
             counts, rejection, truncated = self._encoder.word_counts(document)
             if rejection is not None:
                 self._reject(rejection, document, key)
                 return
             self.documents_truncated += truncated
-            self._warmup.append((counts, key))
+            self._warmup.append((counts, key, self._stream_time))
             if len(self._warmup) >= self.warmup_documents:
                 self._freeze_vocabulary()
             return
@@ -291,26 +301,29 @@ class StreamingTopicModel:
         n = len(self.vocabulary)
         self.stats.grow(n)
         if self.activity is not None:
-            self.activity.stored = np.concatenate([self.activity.stored, np.zeros(n - self.activity.stored.size)])
+            self.activity.grow(n)
         for word in words:
             self.open_vocabulary.admitted.append((word, self.documents_absorbed))
 
-    def learn_many(self, documents, keys: Iterable | None = None) -> None:
+    def learn_many(self, documents, keys: Iterable | None = None, stream_times: Iterable | None = None) -> None:
         """Absorb many documents: an iterable of anything :meth:`learn_one` takes, or
         pre-indexed counts (a scipy sparse matrix, documents x vocabulary, or a
-        :class:`DocumentBatch`) for speed."""
+        :class:`DocumentBatch`) for speed. ``keys`` and ``stream_times``, when given, have one
+        entry per document (see :meth:`learn_one`)."""
         if isinstance(documents, DocumentBatch) or hasattr(documents, "tocsr"):
-            self._learn_indexed(documents, keys)
+            self._learn_indexed(documents, keys, stream_times)
             return
-        keys = [None] * len(documents) if keys is None and hasattr(documents, "__len__") else keys
-        if keys is None:
+        if keys is None and stream_times is None:
             for document in documents:
                 self.learn_one(document)
-        else:
-            for document, key in zip(documents, keys, strict=True):
-                self.learn_one(document, key)
+            return
+        documents = list(documents)
+        keys = [None] * len(documents) if keys is None else keys
+        stream_times = [None] * len(documents) if stream_times is None else stream_times
+        for document, key, stream_time in zip(documents, keys, stream_times, strict=True):
+            self.learn_one(document, key, stream_time)
 
-    def _learn_indexed(self, documents, keys) -> None:
+    def _learn_indexed(self, documents, keys, stream_times=None) -> None:
         if self.vocabulary is None:
             raise ValueError("pre-indexed documents need a vocabulary: pass one to the model")
         if not isinstance(documents, DocumentBatch):
@@ -318,8 +331,15 @@ class StreamingTopicModel:
         elif keys is not None:
             documents = DocumentBatch(documents.indptr, documents.indices, documents.counts,
                                       np.asarray([key_hash(k) for k in keys], np.uint64))
+        if stream_times is not None:
+            stream_times = list(stream_times)
+            if len(stream_times) != len(documents):
+                raise ValueError("one stream time per document")
         bounds = zip(documents.indptr[:-1], documents.indptr[1:])
         for d, (a, b) in enumerate(bounds):
+            if stream_times is not None and stream_times[d] is not None:
+                self._stream_time = (stream_times[d] if self._stream_time is None
+                                     else max(self._stream_time, stream_times[d]))
             ids, counts = documents.indices[a:b], documents.counts[a:b]
             rejection = validate_indexed(ids, counts, len(self.vocabulary))
             if rejection is None and (np.any(np.diff(ids) <= 0)):
@@ -346,6 +366,7 @@ class StreamingTopicModel:
             self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)  # held out: not learned yet
         self._pending.append(encoded)
         self._pending_keys.append(hashed_key)
+        self._pending_times.append(np.nan if self._stream_time is None else float(self._stream_time))
         if self.reservoir is not None:
             self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
         if len(self._pending) >= self.batch_size:
@@ -379,12 +400,13 @@ class StreamingTopicModel:
         if not self._pending:
             return
         batch = DocumentBatch.from_documents(self._pending, self._pending_keys)
-        self._pending, self._pending_keys = [], []
-        self._ingest(batch)
+        times = np.array(self._pending_times) if self.half_life_unit == "stream" else None
+        self._pending, self._pending_keys, self._pending_times = [], [], []
+        self._ingest(batch, times)
 
-    def _ingest(self, batch: DocumentBatch) -> None:
+    def _ingest(self, batch: DocumentBatch, stream_times: np.ndarray | None = None) -> None:
         """Every statistic the model keeps is updated here, from one batch."""
-        self.stats.update(batch)
+        self.stats.update(batch, stream_times)
         if self._window is not None:
             leaving = self._window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
             if leaving is not None:
@@ -393,20 +415,21 @@ class StreamingTopicModel:
             kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
             if not kept.all():
                 batch = batch.select(np.flatnonzero(kept))
+                stream_times = None if stream_times is None else stream_times[kept]
         if self.tracker is not None:
             self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys)
         if self.activity is not None:
-            self.activity.update(batch.indptr, batch.indices)
+            self.activity.update(batch.indptr, batch.indices, stream_times)
 
     def _set_vocabulary(self, vocabulary: Vocabulary) -> None:
         if len(vocabulary) < self.n_topics:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {self.n_topics} topics")
         self.vocabulary = vocabulary
-        self.stats = CooccurrenceStats(len(vocabulary), half_life=self.half_life)
+        self.stats = CooccurrenceStats(len(vocabulary), half_life=self.half_life, half_life_unit=self.half_life_unit)
         if self.window is not None:
             self._window = DocumentWindow(self.window)
         if self.half_life is not None:
-            self.activity = DecayedCounter(len(vocabulary), self.activity_half_life)
+            self.activity = DecayedCounter(len(vocabulary), self.activity_half_life, self.half_life_unit)
         self.tracker = self._new_tracker(len(vocabulary))
 
     def _new_tracker(self, n_words: int) -> RandomProjectionTracker | None:
@@ -420,10 +443,13 @@ class StreamingTopicModel:
         if not self._warmup:
             raise RuntimeError("no documents seen yet: cannot build a vocabulary")
         self._set_vocabulary(Vocabulary.from_document_counts(
-            (counts for counts, _ in self._warmup), self.vocabulary_size))
+            (counts for counts, _, _ in self._warmup), self.vocabulary_size))
         warmup, self._warmup = self._warmup, []
-        for counts, key in warmup:
+        latest = self._stream_time
+        for counts, key, stream_time in warmup:
+            self._stream_time = stream_time  # each warm-up document keeps its own date
             self._accept(self._encoder.encode_counts(counts, self.vocabulary), counts, key)
+        self._stream_time = latest
 
     @property
     def documents_absorbed(self) -> int:
@@ -729,6 +755,7 @@ class StreamingTopicModel:
             "refresh_every_seconds": self.refresh_every_seconds, "refresh_clock": self.refresh_clock,
             "drift_threshold": self.drift_threshold, "refresh_in_background": self.refresh_in_background,
             "half_life": self.half_life, "activity_half_life": self.activity_half_life,
+            "half_life_unit": self.half_life_unit,
             "history_size": self.history_size, "min_prevalence": self.min_prevalence,
             "refine_iterations": self.refine_iterations, "reservoir_size": self.reservoir_size,
             "max_vocabulary": self.max_vocabulary, "admit_df": self.admit_df,
@@ -764,7 +791,7 @@ class StreamingTopicModel:
             "config": self.get_config(),
             "tokenizer": self.tokenizer.get_config(),
             "vocabulary": None if self.vocabulary is None else self.vocabulary.words,
-            "warmup": [[counts, _jsonable_key(key)] for counts, key in self._warmup],
+            "warmup": [[counts, _jsonable_key(key), stream_time] for counts, key, stream_time in self._warmup],
             "rejections": dict(self.rejections),
             "oov_tokens": self.oov_tokens,
             "documents_truncated": self.documents_truncated,
@@ -799,7 +826,8 @@ class StreamingTopicModel:
             window = {k[len("window."):]: v for k, v in arrays.items() if k.startswith("window.")}
             if window:
                 model._window = DocumentWindow.from_state_dict(window)
-        model._warmup = [(counts, _restore_key(key)) for counts, key in meta["warmup"]]
+        model._warmup = [(entry[0], _restore_key(entry[1]), entry[2] if len(entry) > 2 else None)
+                         for entry in meta["warmup"]]
         model.rejections = Counter(meta["rejections"])
         model.oov_tokens = meta["oov_tokens"]
         model.documents_truncated = meta["documents_truncated"]

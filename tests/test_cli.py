@@ -76,6 +76,22 @@ def test_replay_stop_resume_and_force(tmp_path):
     assert forced.returncode == 0 and len(list((tmp_path / "a").glob("snapshot-*.json"))) == 1
 
 
+def test_replay_half_life_in_stream_time(tmp_path):
+    """--half-life-time 30s over an archive stamped one document per second: the checkpointed
+    model forgets by the archive's clock (the newest document weighs 1, one 30 s older 1/2)."""
+    archive = write_archive(tmp_path / "news.jsonl")
+    result = cli("replay", archive, "--out", tmp_path / "run", "--time-field", "time", "--half-life-time", "30s",
+                 *SMALL)
+    assert result.returncode == 0, result.stderr
+    model = StreamingTopicModel.load(next((tmp_path / "run").glob("checkpoint-*.npz")))
+    assert (model.half_life, model.half_life_unit) == (30.0, "stream")
+    assert model.statistics().effective_documents == pytest.approx(sum(2.0 ** (-k / 30) for k in range(200)))
+    both = cli("replay", archive, "--out", tmp_path / "x", "--half-life", "50", "--half-life-time", "1h", *SMALL)
+    assert both.returncode == 2 and "not both" in both.stderr
+    untimed = cli("replay", archive, "--out", tmp_path / "y", "--half-life-time", "1h", *SMALL)
+    assert untimed.returncode == 2 and "--half-life-time needs timestamps" in untimed.stderr
+
+
 def test_replay_reports_malformed_records_and_finishes(tmp_path):
     lines = write_archive(tmp_path / "ok.jsonl", n=100).read_bytes().splitlines(keepends=True)
     bad = tmp_path / "bad.jsonl.gz"

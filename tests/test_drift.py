@@ -98,7 +98,7 @@ def test_forgetting_equals_decayed_sums(half_life, batch_size):
     for start in range(0, len(batch), batch_size):
         stats.update(batch.select(np.arange(start, min(start + batch_size, len(batch)))))
     view = stats.view()
-    assert stats._epoch == stats.n_docs
+    assert stats.decay.epoch == stats.decay.clock == stats.n_docs
     np.testing.assert_allclose(view.to_dense(), q, rtol=1e-10, atol=1e-300)
     np.testing.assert_allclose(view.word_mass, mass, rtol=1e-10, atol=1e-300)
     np.testing.assert_allclose(view.n_docs, weights.sum(), rtol=1e-12)
@@ -119,7 +119,7 @@ def test_forgetting_is_lazy_and_mergeable():
     stats.update(one)
     before = stats.packed.copy()
     stats.update(two)
-    assert stats._epoch == 0.0  # nothing rescaled: only the new documents' cells were written
+    assert stats.decay.epoch == 0.0  # nothing rescaled: only the new documents' cells were written
     untouched = np.setdiff1d(np.arange(15), two.indices)
     assert untouched.size == 0 or np.array_equal(stats.rows(untouched), CooccurrenceStats.from_state_dict(
         {**stats.state_dict(), "packed": before}).rows(untouched))
@@ -130,6 +130,94 @@ def test_forgetting_is_lazy_and_mergeable():
     assert a.n_docs == stats.n_docs
     with pytest.raises(ValueError):
         a.merge(CooccurrenceStats(15))
+
+
+def _stream_times(rng, n_docs):
+    """Irregular arrival times (seconds): bursts, quiet spells, one gap of ~400 half-lives (h = 60),
+    a few out-of-order stamps and a few missing ones (NaN)."""
+    gaps = rng.exponential(5.0, n_docs)
+    gaps[rng.random(n_docs) < 0.02] = 600.0
+    gaps[n_docs // 2] = 24_000.0
+    times = 1.7e9 + np.cumsum(gaps)
+    times[rng.choice(n_docs, 10, replace=False)] -= 50.0
+    times[rng.choice(n_docs, 10, replace=False)] = np.nan
+    return times
+
+
+@pytest.mark.parametrize("batch_size", [1, 37, 5000])
+def test_stream_time_half_life_equals_decayed_sums(batch_size):
+    """Half-life in stream seconds: sums equal sum_d 2^(-(T - t_d) / h) Q_d with t_d each
+    document's own time (late or missing stamps: the clock's latest), T the latest time, whatever
+    the batching; the gap of ~400 half-lives forces settling mid-stream."""
+    rng = np.random.default_rng(5)
+    n_words, half_life = 18, 60.0
+    batch = _random_batch(rng, 1200, n_words)
+    times = _stream_times(rng, len(batch))
+    kept = batch.lengths >= 2
+    clock = np.maximum.accumulate(np.where(np.isnan(times), -np.inf, times))
+    dates = np.where(np.isnan(times) | (times < clock), clock, times)[kept]
+    weights = 2.0 ** (-(clock[-1] - dates) / half_life)
+    q, mass = _exact_dense(batch, n_words, weights)
+    stats = CooccurrenceStats(n_words, half_life=half_life, half_life_unit="stream")
+    counter = DecayedCounter(n_words, half_life, "stream")
+    for start in range(0, len(batch), batch_size):
+        rows = np.arange(start, min(start + batch_size, len(batch)))
+        part, part_times = batch.select(rows), times[rows]
+        stats.update(part, part_times)
+        keep = part.lengths >= 2
+        kept_part = part.select(np.flatnonzero(keep))
+        counter.update(kept_part.indptr, kept_part.indices, part_times[keep])
+    view = stats.view()
+    assert stats.decay.clock == clock[-1]
+    np.testing.assert_allclose(view.to_dense(), q, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(view.word_mass, mass, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(view.n_docs, weights.sum(), rtol=1e-12)
+    np.testing.assert_allclose(counter.values(), view.document_frequency, rtol=1e-10, atol=1e-300)
+    again = CooccurrenceStats.from_state_dict(stats.state_dict())
+    assert again.decay.unit == "stream" and again.decay.clock == stats.decay.clock
+
+
+def test_stream_time_merge_takes_both_substreams_to_the_later_time():
+    rng = np.random.default_rng(6)
+    one, two = _random_batch(rng, 150, 15), _random_batch(rng, 150, 15)
+    t1, t2 = 1000.0 + np.arange(150) * 2.0, 1100.0 + np.arange(150) * 3.0  # interleaved in time
+    a = CooccurrenceStats(15, half_life=30, half_life_unit="stream")
+    b = CooccurrenceStats(15, half_life=30, half_life_unit="stream")
+    a.update(one, t1)
+    b.update(two, t2)
+    a.merge(b)
+    end = max(t1[-1], t2[-1])
+    both = DocumentBatch.from_pairs(
+        [(one.indices[x:y], one.counts[x:y]) for x, y in zip(one.indptr[:-1], one.indptr[1:])]
+        + [(two.indices[x:y], two.counts[x:y]) for x, y in zip(two.indptr[:-1], two.indptr[1:])])
+    times = np.concatenate([t1, t2])[both.lengths >= 2]
+    q, _ = _exact_dense(both, 15, 2.0 ** (-(end - times) / 30))
+    np.testing.assert_allclose(a.view().to_dense(), q, rtol=1e-10, atol=1e-300)
+    with pytest.raises(ValueError):
+        a.merge(CooccurrenceStats(15, half_life=30))  # documents vs stream time
+
+
+def test_model_half_life_in_stream_time_forgets_by_the_clock_not_the_count(tmp_path):
+    """A burst of 300 documents, then one day of silence (24 half-lives of one hour), then 30
+    documents: the burst weighs 2^-24 (by the count it would still weigh ~1)."""
+    words = [f"w{i}" for i in range(12)]
+    rng = np.random.default_rng(7)
+    docs = [{words[i]: 1 for i in rng.choice(12, 4, replace=False)} for _ in range(330)]
+    times = [0.0 + i for i in range(300)] + [86_400.0 + i for i in range(30)]
+    model = StreamingTopicModel(2, words, half_life=3600.0, half_life_unit="stream", batch_size=50)
+    model.learn_many(docs[:150], stream_times=times[:150])
+    model.save(tmp_path / "m.npz")  # resume mid-burst: the clock and unit survive
+    model = StreamingTopicModel.load(tmp_path / "m.npz")
+    for doc, t in zip(docs[150:], times[150:]):
+        model.learn_one(doc, stream_time=t)
+    expected = sum(2.0 ** (-(times[-1] - t) / 3600.0) for t in times)
+    assert model.statistics().effective_documents == pytest.approx(expected, rel=1e-12)
+    assert 30 * 0.99 < expected < 30.01
+    by_count = StreamingTopicModel(2, words, half_life=3600.0)
+    by_count.learn_many(docs)
+    assert by_count.statistics().effective_documents > 315
+    with pytest.raises(ValueError):
+        StreamingTopicModel(2, words, half_life=10, half_life_unit="hours")
 
 
 def test_decayed_counter_matches_direct_sum():
