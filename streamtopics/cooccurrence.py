@@ -311,6 +311,19 @@ class CooccurrenceStats:
             [self.document_frequency, np.zeros(extra, self.document_frequency.dtype)])
         self.n_words = int(n_words)
 
+    def clear_word(self, word: int) -> None:
+        """Forget word ``word`` entirely (open vocabulary: a retired word's slot is reused by a new
+        one): its row and column become zero and every other word's ``word_mass`` loses the
+        column's entries, so row sums stay equal to ``word_mass`` over the words kept. O(V)."""
+        column = self.rows([word])[0]
+        self.word_mass -= column
+        np.maximum(self.word_mass, 0.0, out=self.word_mass)  # rounding residue of words only seen with it
+        before = np.arange(word)
+        self.packed[(before * self.n_words - (before * (before - 1)) // 2) + (word - before)] = 0.0
+        start = word * self.n_words - (word * (word - 1)) // 2
+        self.packed[start:start + self.n_words - word] = 0.0
+        self.word_mass[word] = self.word_counts[word] = self.document_frequency[word] = 0
+
     def rows(self, ids) -> np.ndarray:
         """Full rows of Q_sum for the given word ids (len(ids) x V)."""
         return _gather_rows(self.packed, self.n_words, np.asarray(ids, dtype=np.int64))

@@ -147,6 +147,10 @@ class DecayedCounter:
         """Zero counters for words added at the end."""
         self.stored = np.concatenate([self.stored, np.zeros(n_words - self.stored.size)])
 
+    def clear(self, word: int) -> None:
+        """Forget one word (its slot goes to another word)."""
+        self.stored[word] = 0.0
+
     def values(self) -> np.ndarray:
         return self.stored * self.decay.scale()
 

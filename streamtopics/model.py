@@ -126,7 +126,9 @@ class StreamingTopicModel:
         Open vocabulary (:mod:`~streamtopics.open_vocabulary`): unknown words are counted by a
         space-saving sketch of ``vocabulary_sketch_size`` counters and a word found in at least
         ``admit_df`` documents joins the vocabulary, up to this many words (None: the vocabulary
-        stays fixed). Needs ``anchor_method="fastanchors"``.
+        stays fixed). With forgetting on, a full vocabulary makes room by retiring words whose
+        decayed document frequency fell below ``retire_df`` (default ``admit_df / 4``). Needs
+        ``anchor_method="fastanchors"``.
     history_size
         Records kept by :attr:`history` (:class:`~streamtopics.history.TopicHistory`).
     batch_size
@@ -169,7 +171,7 @@ class StreamingTopicModel:
                  half_life_unit: str = "documents",
                  min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 0,
                  reservoir_size: int = 2000, max_vocabulary: int | None = None, admit_df: int = 20,
-                 vocabulary_sketch_size: int = 1000, window: int | None = None):
+                 vocabulary_sketch_size: int = 1000, retire_df: float | None = None, window: int | None = None):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
         if anchor_method not in ANCHOR_METHODS:
@@ -187,8 +189,11 @@ class StreamingTopicModel:
         self.max_vocabulary = max_vocabulary
         self.admit_df = int(admit_df)
         self.vocabulary_sketch_size = int(vocabulary_sketch_size)
+        self.retire_df = retire_df
         self.open_vocabulary = (None if max_vocabulary is None
-                                else OpenVocabulary(max_vocabulary, admit_df, vocabulary_sketch_size))
+                                else OpenVocabulary(max_vocabulary, admit_df, vocabulary_sketch_size, retire_df))
+        self._replaced_slots: set[int] = set()  # vocabulary slots given to another word since the snapshot
+        self._admitted_at: dict[int, float] = {}  # slot -> decay clock when its word was admitted (grace)
         self.half_life = None if half_life is None else float(half_life)
         self.activity_half_life = None if half_life is None else float(activity_half_life or half_life / 8)
         if half_life_unit not in HALF_LIFE_UNITS:
@@ -281,9 +286,9 @@ class StreamingTopicModel:
                 return
             unknown = [w for w in counts if w not in self.vocabulary.index]
             if unknown:
-                admit = self.open_vocabulary.observe(unknown, len(self.vocabulary))
-                if admit:
-                    self._admit(admit)
+                ready = self.open_vocabulary.observe(unknown)
+                if ready:
+                    self._admit(ready)
             encoded = self._encoder.encode_counts(counts, self.vocabulary)
             if not isinstance(encoded, Rejection):
                 encoded.truncated = truncated
@@ -293,17 +298,55 @@ class StreamingTopicModel:
         self._accept(encoded, document, key)
 
     def _admit(self, words: list[str]) -> None:
-        """Append words to the vocabulary and grow every statistic indexed by it. A background
-        refresh works on its own copy and is not waited for; the warm start pads what it
-        publishes (:meth:`_warm_start_point`)."""
-        self._flush()
-        self.vocabulary = Vocabulary(self.vocabulary.words + list(words))
-        n = len(self.vocabulary)
-        self.stats.grow(n)
-        if self.activity is not None:
-            self.activity.grow(n)
+        """Give words ready for admission a vocabulary slot: a new one at the end while there is
+        room, else (forgetting on) the slot of a word that fell out of use
+        (:mod:`~streamtopics.open_vocabulary`). Words that find no slot stay counted in the
+        sketch. A background refresh works on its own copy and is not waited for (the warm start
+        pads what it publishes); no word is retired while one runs."""
+        room = max(self.max_vocabulary - len(self.vocabulary), 0)
+        slots = self._retirable_slots(len(words) - room) if len(words) > room else []
+        words = words[: room + len(slots)]
+        if not words:
+            return
+        self._flush()  # buffered documents are encoded against the vocabulary as it was
+        grown, reused = words[:room], words[room:]
+        vocabulary = list(self.vocabulary.words)
+        for slot, word in zip(slots, reused):
+            self.open_vocabulary.retire(vocabulary[slot], self.documents_absorbed)
+            vocabulary[slot] = word
+            self.stats.clear_word(slot)
+            self.activity.clear(slot)
+            if self._coefficients is not None:
+                self._coefficients[slot] = 1.0 / self._coefficients.shape[1]
+            self._replaced_slots.add(slot)
+        self.vocabulary = Vocabulary(vocabulary + grown)
+        if grown:
+            self.stats.grow(len(self.vocabulary))
+            if self.activity is not None:
+                self.activity.grow(len(self.vocabulary))
         for word in words:
-            self.open_vocabulary.admitted.append((word, self.documents_absorbed))
+            self.open_vocabulary.admit(word, self.documents_absorbed)
+        if self.activity is not None:
+            now = self.stats.decay.clock
+            self._admitted_at = {i: t for i, t in self._admitted_at.items() if now - t < self.half_life}
+            self._admitted_at.update((self.vocabulary.index[w], now) for w in words)
+
+    def _retirable_slots(self, wanted: int) -> list[int]:
+        """Up to ``wanted`` words that fell out of use, least used first: decayed document
+        frequency below ``retire_df``, not an anchor of the current snapshot, and not admitted
+        within the last half-life (a new word starts from zero: without that grace the next
+        admission would evict it). None without forgetting (nothing fades) or while a
+        background refresh runs."""
+        if self.activity is None or (self._pending_refresh is not None and not self._pending_refresh.done()):
+            return []
+        frequency = self.stats.document_frequency * self.stats.decay.scale()
+        faded = np.flatnonzero(frequency < self.open_vocabulary.retire_df)
+        now = self.stats.decay.clock
+        protected = {i for i, t in self._admitted_at.items() if now - t < self.half_life}
+        if self.snapshot is not None:
+            protected |= {self.vocabulary.index.get(w) for w in self.snapshot.anchors}
+        faded = [int(i) for i in faded[np.argsort(frequency[faded], kind="stable")] if int(i) not in protected]
+        return faded[:wanted]
 
     def learn_many(self, documents, keys: Iterable | None = None, stream_times: Iterable | None = None) -> None:
         """Absorb many documents: an iterable of anything :meth:`learn_one` takes, or
@@ -635,6 +678,10 @@ class StreamingTopicModel:
         before = None if previous is None else previous.topic_word
         if before is not None and before.shape[0] < result.topic_word.shape[0]:  # words admitted since
             before = np.vstack([before, np.zeros((result.topic_word.shape[0] - before.shape[0], before.shape[1]))])
+        if before is not None and self._replaced_slots:  # slots whose word was retired since: not comparable
+            before = before.copy()
+            before[sorted(i for i in self._replaced_slots if i < before.shape[0])] = 0.0
+        self._replaced_slots.clear()
         alignment = align_topics(
             before,
             None if previous is None else previous.topic_ids,
@@ -716,9 +763,10 @@ class StreamingTopicModel:
         else:
             batch, _ = self.encode_many(documents)
         known = len(self.snapshot.vocabulary)
-        if batch.indices.size and batch.indices.max() >= known:
-            # Words admitted to an open vocabulary after the snapshot have no topic row yet.
-            keep = batch.indices < known
+        if batch.indices.size and (batch.indices.max() >= known or self._replaced_slots):
+            # Words admitted to an open vocabulary after the snapshot have no topic row yet (nor
+            # do words given the slot of a retired one).
+            keep = (batch.indices < known) & ~np.isin(batch.indices, list(self._replaced_slots))
             document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
             sizes = np.bincount(document_of_entry[keep], minlength=len(batch))
             indptr = np.zeros(len(batch) + 1, np.int64)
@@ -759,7 +807,8 @@ class StreamingTopicModel:
             "history_size": self.history_size, "min_prevalence": self.min_prevalence,
             "refine_iterations": self.refine_iterations, "reservoir_size": self.reservoir_size,
             "max_vocabulary": self.max_vocabulary, "admit_df": self.admit_df,
-            "vocabulary_sketch_size": self.vocabulary_sketch_size, "window": self.window,
+            "vocabulary_sketch_size": self.vocabulary_sketch_size, "retire_df": self.retire_df,
+            "window": self.window,
         }
 
     def save(self, path) -> Path:
@@ -801,6 +850,10 @@ class StreamingTopicModel:
             "history": self.history.to_dict(),
             "significant": sorted(self._significant),
             "open_vocabulary": None if self.open_vocabulary is None else self.open_vocabulary.to_dict(),
+            "replaced_slots": sorted(self._replaced_slots),
+            "admitted_at": [[i, t] for i, t in sorted(self._admitted_at.items())],
+            "snapshot_vocabulary": (None if self.snapshot is None or not self._replaced_slots
+                                    else list(self.snapshot.vocabulary)),
             "stream_time": self._stream_time,
         }
         return write_state(path, arrays, meta)
@@ -843,11 +896,13 @@ class StreamingTopicModel:
             model.history = TopicHistory.from_dict(meta["history"])
         model._stream_time = meta.get("stream_time")
         model._significant = set(meta.get("significant", []))
+        model._replaced_slots = set(meta.get("replaced_slots", []))
+        model._admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
         if meta.get("open_vocabulary") is not None:
             model.open_vocabulary = OpenVocabulary.from_dict(meta["open_vocabulary"])
         if meta["snapshot"] is not None:
-            model.snapshot = TopicSnapshot(**meta["snapshot"],
-                                           vocabulary=model.vocabulary.words[: arrays["snapshot.topic_word"].shape[0]],
+            vocabulary = meta.get("snapshot_vocabulary") or model.vocabulary.words[: arrays["snapshot.topic_word"].shape[0]]
+            model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=vocabulary,
                                            topic_word=arrays["snapshot.topic_word"])
             model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
             model.snapshot.alpha = np.asarray(model.snapshot.alpha)

@@ -6,6 +6,15 @@ words a stream sends (endless unique junk tokens included). A word whose *guaran
 frequency (its counter minus the counter's possible overestimate) reaches ``admit_df`` is admitted
 into the model's vocabulary, while the vocabulary has fewer than ``max_words`` words.
 
+**Retiring words** (forgetting on). Once the vocabulary is full, a word ready for admission takes
+the slot of a word that fell out of use: the one with the smallest decayed document frequency,
+if that is below ``retire_df`` (default ``admit_df / 4``: a word must have faded to a quarter of
+the support that admits one) and it is not an anchor of the current snapshot. The old word's row
+and column are cleared (:meth:`~streamtopics.cooccurrence.CooccurrenceStats.clear_word`) and the
+new word starts from zero in that slot, exactly like a word admitted at the end; the retired
+word, if it comes back, is an unknown word again and must earn re-admission. Without forgetting
+nothing fades, so nothing is retired and a full vocabulary stays as it is.
+
 **How a late word's statistics are handled.** An admitted word gets a new index at the end of the
 vocabulary; the packed co-occurrence triangle is grown to the new size (a repack, O(V^2), once per
 document that admits words). Its row of Q_sum, its row sum (``word_mass``) and its document
@@ -102,33 +111,48 @@ class SpaceSaving:
 class OpenVocabulary:
     """Which out-of-vocabulary words to admit: see the module docstring."""
 
-    def __init__(self, max_words: int, admit_df: int = 20, sketch_size: int = 1000):
+    LOG_SIZE = 1000  # admissions and retirements remembered (the most recent)
+
+    def __init__(self, max_words: int, admit_df: int = 20, sketch_size: int = 1000,
+                 retire_df: float | None = None):
         self.max_words = int(max_words)
         self.admit_df = int(admit_df)
+        self.retire_df = self.admit_df / 4 if retire_df is None else float(retire_df)
         self.sketch = SpaceSaving(sketch_size)
         self.admitted: list[tuple[str, int]] = []  # (word, documents absorbed when admitted)
+        self.retired: list[tuple[str, int]] = []  # (word, documents absorbed when retired)
 
-    def observe(self, unknown_words, vocabulary_size: int) -> list[str]:
-        """Count one document's distinct unknown words; return those to admit now (sorted)."""
-        admit = []
-        room = self.max_words - vocabulary_size
+    def observe(self, unknown_words) -> list[str]:
+        """Count one document's distinct unknown words; return those frequent enough to be
+        admitted (sorted). They stay counted until :meth:`admit` takes them."""
+        ready = []
         for word in unknown_words:
             self.sketch.offer(word)
-            if room > len(admit) and self.sketch.guaranteed(word) >= self.admit_df:
-                admit.append(word)
-        for word in admit:
-            self.sketch.remove(word)
-        return sorted(admit)
+            if self.sketch.guaranteed(word) >= self.admit_df:
+                ready.append(word)
+        return sorted(ready)
+
+    def admit(self, word: str, documents: int) -> None:
+        self.sketch.remove(word)
+        self._log(self.admitted, word, documents)
+
+    def retire(self, word: str, documents: int) -> None:
+        self._log(self.retired, word, documents)
+
+    def _log(self, log: list, word: str, documents: int) -> None:
+        log.append((word, int(documents)))
+        del log[:-self.LOG_SIZE]
 
     def to_dict(self) -> dict:
-        return {"max_words": self.max_words, "admit_df": self.admit_df, "sketch": self.sketch.to_dict(),
-                "admitted": self.admitted}
+        return {"max_words": self.max_words, "admit_df": self.admit_df, "retire_df": self.retire_df,
+                "sketch": self.sketch.to_dict(), "admitted": self.admitted, "retired": self.retired}
 
     @classmethod
     def from_dict(cls, data: dict) -> "OpenVocabulary":
-        policy = cls(data["max_words"], data["admit_df"], data["sketch"]["capacity"])
+        policy = cls(data["max_words"], data["admit_df"], data["sketch"]["capacity"], data.get("retire_df"))
         policy.sketch = SpaceSaving.from_dict(data["sketch"])
         policy.admitted = [tuple(x) for x in data["admitted"]]
+        policy.retired = [tuple(x) for x in data.get("retired", [])]
         return policy
 
 
