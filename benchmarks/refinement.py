@@ -67,7 +67,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--heldout", type=int, default=2000)
-    parser.add_argument("--refine-iterations", type=int, default=10)
+    parser.add_argument("--refine-iterations", type=int, default=10,
+                        help="at most this many; refinement stops once its held-out score has peaked")
     parser.add_argument("--reservoir", type=int, default=4000)
     args = parser.parse_args(argv)
     from benchmarks.peers.data import real_stream
@@ -83,9 +84,10 @@ def main(argv=None) -> None:
     for kind, label in (("uniform", "a uniform sample of"), ("recent", "the last")):
         a, s, info = ours(stream, args.topics, args.refine_iterations, args.reservoir, kind)
         traces[kind] = info["refinement_heldout"]
-        print(f"| recovery + KL-tEM refinement ({args.refine_iterations} iterations over {label} "
-              f"{args.reservoir} documents; best iterate {info['refinement_best_iteration']}, refinement "
-              f"{info['refine_s']:.1f} s) | {heldout_ll(stream['heldout'], a):.4f} | {s:.1f} |", flush=True)
+        print(f"| recovery + KL-tEM refinement ({len(traces[kind]) - 1} of at most {args.refine_iterations} "
+              f"iterations over {label} {args.reservoir} documents; best iterate "
+              f"{info['refinement_best_iteration']}, refinement and alpha search {info['refine_s']:.2f} s) "
+              f"| {heldout_ll(stream['heldout'], a):.4f} | {s:.1f} |", flush=True)
     a, s = gensim_lda(stream, args.topics)
     print(f"| gensim LdaModel online, 1 pass | {heldout_ll(stream['heldout'], a):.4f} | {s:.1f} |", flush=True)
     for kind, trace in traces.items():
