@@ -14,14 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 
 
 def l1_distances(previous: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Pairwise L1 distances between the columns of two V x K matrices (0 to 2)."""
-    out = np.empty((previous.shape[1], current.shape[1]))
-    for a in range(previous.shape[1]):
-        out[a] = np.abs(previous[:, a : a + 1] - current).sum(axis=0)
-    return out
+    return cdist(np.ascontiguousarray(previous.T), np.ascontiguousarray(current.T), "cityblock")
 
 
 @dataclass

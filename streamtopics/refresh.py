@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from .alignment import l1_distances
 from .anchors import candidate_words, fast_anchor_words, random_projection
 from .recovery import dirichlet_alpha, recover_kl, recover_l2, topic_covariance, topics_from_coefficients
 from .trackers import rp_anchor_groups
@@ -174,7 +175,7 @@ def _not_enough(n_candidates: int, min_df: int, n_topics: int) -> NotEnoughCandi
 
 def match_columns(previous_rows: np.ndarray, current_rows: np.ndarray) -> np.ndarray:
     """For each current anchor row, the previous anchor row it continues (Hungarian, L1)."""
-    cost = np.array([np.abs(current_rows - row).sum(axis=1) for row in previous_rows])
+    cost = l1_distances(np.asarray(previous_rows).T, np.asarray(current_rows).T)
     previous_index, current_index = linear_sum_assignment(cost)
     mapping = np.full(current_rows.shape[0], -1, np.int64)
     mapping[current_index] = previous_index

@@ -1,16 +1,20 @@
-"""Regression guard for the peer comparison (issue 9): our matched L1 on the quick suite's
-semi-synthetic setting must not get worse than the value recorded in
+"""The peer comparison's quick suite, run whole in CI (issue 9), with its regression guard: our
+matched L1 on the quick semi-synthetic setting must not get worse than the value recorded in
 ``benchmarks/peers/guard.json`` by more than the tolerance recorded there.
 
-The setting is exactly the quick suite's ``kos-K20-a0.03-10k`` stream (K = 20 topics fitted by
-our model to UCI KOS, 10,000 documents drawn with Dirichlet(0.03) proportions and KOS's mean
-length, seed 1), learned in the suite's chunks and refreshed once. It is deterministic, so the
-tolerance only has to absorb intended small changes and floating-point noise; it is a quality
-guard, not a timing test. After an intended change of quality, rerun
+The suite runs as users run it (``python -m benchmarks.peers --suite quick``), into a temporary
+directory so the committed tables and plots stay as measured. The guarded setting is the quick
+suite's ``kos-K20-a0.03-10k`` stream (K = 20 topics fitted by our model to UCI KOS, 10,000
+documents drawn with Dirichlet(0.03) proportions and KOS's mean length, seed 1), learned in the
+suite's chunks and refreshed once. It is deterministic, so the tolerance only has to absorb
+intended small changes and floating-point noise; it is a quality guard, not a timing test (the
+suite's timings are printed, never asserted). After an intended change of quality, rerun
 ``python -m benchmarks.peers --suite quick`` and update guard.json with the new value.
 """
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,28 +23,39 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = ROOT / "benchmarks" / "peers" / "guard.json"
 DATA = ROOT.parent / "shared" / "data"
+PEERS = ("gensim", "sklearn", "river", "tomotopy")
 
 
-def test_matched_l1_has_not_regressed():
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from benchmarks.peers import STREAM_CHUNK
-    from benchmarks.peers.data import semi_synthetic_stream
-    from benchmarks.peers.suites import QUICK
-    from streamtopics import StreamingTopicModel
-    from streamtopics.evaluation import matched_l1
+@pytest.fixture(scope="module")
+def quick_suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("peers-quick")
+    for corpus in ("uci-kos", "20newsgroups-bydate"):
+        if not (DATA / corpus).is_dir():
+            pytest.fail(f"corpus {corpus} not found under {DATA}", pytrace=False)
+    result = subprocess.run([sys.executable, "-m", "benchmarks.peers", "--suite", "quick", "--out", str(out),
+                             "--cache", str(out / "cache")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=1200, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    print(result.stdout[-4000:])  # the figures, for the CI log
+    return json.loads((out / "results-quick.json").read_text()), out
 
+
+def test_quick_suite_measures_every_system_on_every_setting(quick_suite):
+    results, out = quick_suite
+    for setting in ("kos-K20-a0.03-10k", "20news-K20"):
+        rows = {row["system"]: row for row in results["results"][setting]}
+        assert set(rows) == {"ours", *PEERS}, f"{setting}: {sorted(rows)}"
+        for system, row in rows.items():
+            assert row.get("error") is None, f"{setting}/{system}: {row.get('error')}"
+            assert row["docs"] > 0 and row["docs_per_s_median"] > 0 and row["heldout_ll"] < 0, (setting, system)
+    assert (out / "RESULTS-quick.md").exists() and (out / "throughput-quick.png").stat().st_size > 0
+
+
+def test_matched_l1_has_not_regressed(quick_suite):
+    results, _ = quick_suite
     guard = json.loads(GUARD.read_text())
-    setting = next(s for s in QUICK.settings if s.name == guard["setting"])
-    if not (DATA / setting.corpus).is_dir():
-        pytest.fail(f"corpus {setting.corpus} not found under {DATA}", pytrace=False)
-    stream = semi_synthetic_stream(setting.corpus, setting.n_topics, setting.alpha, setting.n_docs,
-                                   n_heldout=10, data=DATA)
-    model = StreamingTopicModel(setting.n_topics, vocabulary=stream["vocabulary"], seed=0)
-    train = stream["train"]
-    for start in range(0, train.shape[0], STREAM_CHUNK):
-        model.learn_many(train[start:start + STREAM_CHUNK])
-    l1 = matched_l1(stream["truth"], model.refresh().topic_word)
+    ours = next(row for row in results["results"][guard["setting"]] if row["system"] == "ours")
     limit = guard["matched_l1"] + guard["tolerance"]
-    assert l1 <= limit, (f"matched L1 {l1:.4f} on {guard['setting']} is worse than the recorded "
-                         f"{guard['matched_l1']:.4f} + tolerance {guard['tolerance']} = {limit:.4f}")
+    assert not ours["stopped_early"] and ours["docs"] == 10_000
+    assert ours["l1"] <= limit, (f"matched L1 {ours['l1']:.4f} on {guard['setting']} is worse than the recorded "
+                                 f"{guard['matched_l1']:.4f} + tolerance {guard['tolerance']} = {limit:.4f}")
