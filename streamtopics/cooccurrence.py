@@ -25,7 +25,7 @@ from numba import njit, prange
 from .documents import DocumentBatch
 from .forgetting import DecayClock
 
-_ROW_BLOCK = 256  # rows unpacked at a time by matmul: 2 x 256 x V doubles of scratch
+_ROW_BLOCK = 512  # rows unpacked at a time by matmul: 512 x V doubles of scratch
 
 
 @njit(cache=True, inline="always")
@@ -113,20 +113,15 @@ def _gather_rows(q, n_words, rows):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _unpack_block(q, n_words, r0, r1, upper, lower):
-    """For rows r0..r1: ``upper[i - r0, j - r0] = Q[i, j]`` for j >= r0 and
-    ``lower[j, i - r0] = Q[j, i]`` for j < r0. Every read is a contiguous run of the packing."""
+def _upper_rows(q, n_words, r0, r1, upper):
+    """``upper[i - r0, j - r0] = Q[i, j]`` for rows r0..r1 and j >= i, zero for j < i: each row
+    is one contiguous run of the packing."""
     for i in prange(r0, r1):
         start = _row_offset(i, n_words) - i
+        for j in range(r0, i):
+            upper[i - r0, j - r0] = 0.0
         for j in range(i, n_words):
             upper[i - r0, j - r0] = q[start + j]
-    for i in prange(r0, r1):
-        for j in range(r0, i):
-            upper[i - r0, j - r0] = q[_row_offset(j, n_words) + i - j]
-    for j in prange(r0):
-        start = _row_offset(j, n_words) - j
-        for i in range(r0, r1):
-            lower[j, i - r0] = q[start + i]
 
 
 class CooccurrenceStats:
@@ -329,19 +324,21 @@ class CooccurrenceStats:
         return _gather_rows(self.packed, self.n_words, np.asarray(ids, dtype=np.int64))
 
     def matmul(self, right: np.ndarray) -> np.ndarray:
-        """``Q_sum @ right`` for a V x k matrix, unpacking a block of rows at a time so the
-        scratch memory stays at two 256 x V blocks."""
+        """``Q_sum @ right`` for a V x k matrix. Q = U + U^T - diag with U the stored upper
+        triangle, so each block of packed rows is unpacked once (contiguous copies, no
+        transposed reads) and used by two products: ``U_block @ right`` for its own rows and
+        ``U_block^T @ right_block`` (diagonal removed) for the rows below. Scratch memory is
+        one ``_ROW_BLOCK`` x V block."""
         right = np.ascontiguousarray(right, dtype=np.float64)
-        out = np.empty((self.n_words, right.shape[1]))
+        out = np.zeros((self.n_words, right.shape[1]))
         for r0 in range(0, self.n_words, _ROW_BLOCK):
             r1 = min(r0 + _ROW_BLOCK, self.n_words)
             upper = np.empty((r1 - r0, self.n_words - r0))
-            lower = np.empty((r0, r1 - r0))
-            _unpack_block(self.packed, self.n_words, r0, r1, upper, lower)
-            block = upper @ right[r0:]
-            if r0:
-                block += lower.T @ right[:r0]
-            out[r0:r1] = block
+            _upper_rows(self.packed, self.n_words, r0, r1, upper)
+            out[r0:r1] += upper @ right[r0:]
+            diagonal = np.arange(r1 - r0)
+            upper[diagonal, diagonal] = 0.0
+            out[r0:] += upper.T @ right[r0:r1]
         return out
 
     def to_dense(self) -> np.ndarray:

@@ -88,12 +88,12 @@ def test_state_round_trip_is_bit_exact():
 
 
 def test_readers_see_the_full_symmetric_matrix():
-    docs = random_documents(120, 700, seed=6)  # > one 256-row block in matmul
-    stats = absorb(docs, 700, 64)
-    q = reference_sums(docs, 700)
-    right = np.random.default_rng(1).random((700, 5))
+    docs = random_documents(150, 1300, seed=6)  # three 512-row blocks in matmul, the last partial
+    stats = absorb(docs, 1300, 64)
+    q = reference_sums(docs, 1300)
+    right = np.random.default_rng(1).random((1300, 5))
     np.testing.assert_allclose(stats.matmul(right), q @ right, rtol=1e-10, atol=1e-14)
-    np.testing.assert_allclose(stats.rows([0, 699, 350]), q[[0, 699, 350]], atol=1e-15)
+    np.testing.assert_allclose(stats.rows([0, 1299, 650]), q[[0, 1299, 650]], atol=1e-15)
 
 
 def test_short_documents_carry_no_pairs():
