@@ -117,8 +117,8 @@ class StreamingTopicModel:
         topics (e.g. a spare topic slot picking up noise) make no birth or death events. 0
         (default): every new id is a birth and every vanished id a death.
     refine_iterations
-        Seeded refinement (DESIGN 2.5, :mod:`~streamtopics.refinement`): after recovery, this many
-        KL-tEM iterations over a reservoir of ``reservoir_size`` documents (the most recent ones
+        Seeded refinement (DESIGN 2.5, :mod:`~streamtopics.refinement`): after recovery, at most
+        this many KL-tEM iterations (it stops once the held-out likelihood has passed its peak) over a reservoir of ``reservoir_size`` documents (the most recent ones
         with forgetting on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
         keeping the iterate with the best held-out likelihood (never worse than the recovered
         topics), and Dirichlet alpha's scale chosen by held-out likelihood. 0 (default): off.
@@ -316,6 +316,8 @@ class StreamingTopicModel:
             vocabulary[slot] = word
             self.stats.clear_word(slot)
             self.activity.clear(slot)
+            if self.reservoir is not None:
+                self.reservoir.drop_word(slot)
             if self._coefficients is not None:
                 self._coefficients[slot] = 1.0 / self._coefficients.shape[1]
             self._replaced_slots.add(slot)

@@ -77,6 +77,18 @@ class Reservoir:
         elif -item[0] < -self._heap[0][0]:
             heapq.heapreplace(self._heap, item)
 
+    def drop_word(self, word: int) -> None:
+        """Remove a word from every kept document (its vocabulary slot now means another word)."""
+        def without(ids, counts):
+            keep = ids != word
+            return (ids, counts) if keep.all() else (ids[keep], counts[keep])
+
+        if self.kind == "recent":
+            self.documents = deque(((*without(ids, counts), key) for ids, counts, key in self.documents),
+                                   maxlen=self.capacity)
+        else:
+            self._heap = [(h, arrival, *without(ids, counts)) for h, arrival, ids, counts in self._heap]
+
     def items(self) -> list:
         """``(ids, counts, key_hash)`` of the kept documents (uniform: in key-hash order)."""
         if self.kind == "recent":

@@ -14,6 +14,7 @@ from streamtopics.forgetting import DecayedCounter
 from streamtopics.history import TopicHistory
 from streamtopics.model import StreamingTopicModel
 from streamtopics.policy import DriftMonitor, RefreshPolicy
+from streamtopics.refinement import Reservoir
 
 
 def _random_batch(rng, n_docs, n_words, max_len=12):
@@ -529,6 +530,20 @@ def test_full_vocabulary_retires_faded_words_for_new_ones(tmp_path):
     restored = StreamingTopicModel.load(model.save(tmp_path / "retire.state"))
     assert restored.vocabulary == model.vocabulary and restored.open_vocabulary.retired == model.open_vocabulary.retired
     assert restored.snapshot.vocabulary == model.snapshot.vocabulary
+
+
+@pytest.mark.parametrize("kind", ["recent", "uniform"])
+def test_reservoir_forgets_a_retired_word(kind):
+    reservoir = Reservoir(3, kind)
+    for key, ids in enumerate([[0, 2, 5], [2, 3], [1, 4], [2, 7, 9]]):
+        reservoir.add(np.array(ids, np.int32), np.arange(1.0, len(ids) + 1), key_hash=key)
+    before = reservoir.items()
+    reservoir.drop_word(2)
+    after = reservoir.items()
+    assert [k for _, _, k in after] == [k for _, _, k in before]  # the same documents, in the same order
+    for (ids0, counts0, _), (ids1, counts1, _) in zip(before, after):
+        keep = ids0 != 2
+        assert ids1.tolist() == ids0[keep].tolist() and counts1.tolist() == counts0[keep].tolist()
 
 
 def test_clearing_a_word_then_reusing_its_slot_is_exact():
