@@ -63,6 +63,7 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
     x /= total
     added = -1
     n_steps = 0
+    n_adds = 0
     block_steps = 3
     for _ in range(max_steps):
         members = np.flatnonzero(in_set)
@@ -97,12 +98,20 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
                 if g < g_min:
                     g_min = g
                     j = a
+            level = gap  # sum x_a g_a: the common gradient on the working set at its minimiser
             gap -= g_min
             if in_set[j] or gap <= 0.0:
                 out[:] = x
                 return max(gap, 0.0)
             in_set[j] = True  # the most violated KKT condition enters the working set
             added = j
+            if n_adds < block_steps:
+                # Early on, every clearly violated condition enters at once (a warm start misses
+                # several words of the new support; one per solve would cost a solve each).
+                n_adds += 1
+                for a in range(k):
+                    if not in_set[a] and 2.0 * (gc[a] - y[a]) < level:
+                        in_set[a] = True
             continue
         if n_steps < block_steps:
             # Early on, drop every coordinate that went negative at once (block pivoting): from
@@ -174,7 +183,10 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
                 # EG's tail is slow for small non-zero coefficients; once it has roughly found the
                 # support, an active-set finish gets the exact minimiser in a few linear solves.
                 # A warm start carries the previous support, so it is tried at once.
-                if _active_set(gram, y[i], c, c_new, gc_new, 1e-3, 2 * k + 10) <= tol:
+                # The previous solution's support is taken whole (its zeros carry only the
+                # starting point's 1e-10 floor); EG's rough support drops its tiny coefficients.
+                floor = 1e-7 if (it == 0 and warm) else 1e-3
+                if _active_set(gram, y[i], c, c_new, gc_new, floor, 2 * k + 10) <= tol:
                     c, c_new = c_new, c
                     it += 1
                     break
@@ -293,7 +305,7 @@ def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, t
     scale = max(float(np.trace(gram)) / gram.shape[0], 1e-300)
     gram = np.ascontiguousarray(gram / scale)
     y = np.ascontiguousarray(np.asarray(gram_products, dtype=np.float64) / scale)
-    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 10, start is not None)
+    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 3, start is not None)
 
 
 def recover_kl(anchor_rows: np.ndarray, word_rows: np.ndarray, start=None, tol: float = 1e-9, max_iter: int = 1000):
