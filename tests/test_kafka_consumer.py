@@ -214,9 +214,8 @@ def test_sigkill_at_random_points_then_restart_is_exact(kafka_broker, corpus, re
     # The graceful stop comes first, while most of the stream is unread, so it is sure to land
     # mid-stream; later kills may find the stream finished (then the consumer ends cleanly).
     assert interrupt(signal.SIGTERM) == 0  # graceful: finish the batch, checkpoint, commit
-    assert interrupt(signal.SIGKILL) == -signal.SIGKILL
-    for _ in range(2):
-        assert interrupt(signal.SIGKILL) in (-signal.SIGKILL, None)
+    kills = [interrupt(signal.SIGKILL) for _ in range(3)]
+    assert set(kills) <= {-signal.SIGKILL, None} and -signal.SIGKILL in kills, kills
     final = ConsumerProcess(args, log_path)
     assert final.wait(timeout=120) == 0, final.log_tail()
 
