@@ -118,8 +118,9 @@ class StreamingTopicModel:
         (default): every new id is a birth and every vanished id a death.
     refine_iterations
         Seeded refinement (DESIGN 2.5, :mod:`~streamtopics.refinement`): after recovery, at most
-        this many KL-tEM iterations (it stops once the held-out likelihood has passed its peak) over a reservoir of ``reservoir_size`` documents (the most recent ones
-        with forgetting on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
+        this many KL-tEM iterations (it stops once the held-out likelihood has passed its peak)
+        over a reservoir of ``reservoir_size`` documents (the most recent ones with forgetting
+        on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
         keeping the iterate with the best held-out likelihood (never worse than the recovered
         topics), and Dirichlet alpha's scale chosen by held-out likelihood. 0 (default): off.
     max_vocabulary
@@ -903,7 +904,8 @@ class StreamingTopicModel:
         if meta.get("open_vocabulary") is not None:
             model.open_vocabulary = OpenVocabulary.from_dict(meta["open_vocabulary"])
         if meta["snapshot"] is not None:
-            vocabulary = meta.get("snapshot_vocabulary") or model.vocabulary.words[: arrays["snapshot.topic_word"].shape[0]]
+            n_rows = arrays["snapshot.topic_word"].shape[0]
+            vocabulary = meta.get("snapshot_vocabulary") or model.vocabulary.words[:n_rows]
             model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=vocabulary,
                                            topic_word=arrays["snapshot.topic_word"])
             model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
