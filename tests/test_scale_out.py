@@ -175,12 +175,19 @@ def test_worker_that_never_returns_still_counts_and_loses_nothing(kafka_broker, 
     messages = corpus_messages(corpus)
     workers = {m: Role("worker", config, store.root, log, member=m) for m in ("w0", "w1", "w2")}
     try:
-        produce(kafka_broker, topic, messages[:900])
-        wait_until(lambda: sum(b - a for spans in member_ranges(store, "w2").values() for a, b in spans) >= 100,
-                   60, "w2 to checkpoint 100 documents", workers.values())
+        # Chunks until w2 has checkpointed 100 documents: the first worker to join may take the
+        # whole first chunk before the group settles, so a fixed prefix is not enough.
+        sent = 0
+        while sum(b - a for spans in member_ranges(store, "w2").values() for a, b in spans) < 100:
+            assert sent < 1500, "w2 never checkpointed 100 documents"
+            produce(kafka_broker, topic, messages[sent:sent + 100])
+            sent += 100
+            ends = end_offsets(kafka_broker, topic, PARTITIONS)
+            wait_until(lambda: covered(store, topic, ends), 60, f"the first {sent} documents checkpointed",
+                       workers.values())
         workers["w2"].kill()  # never restarted
         last = next(p for p in store.partials() if p.member == "w2")
-        produce(kafka_broker, topic, messages[900:])
+        produce(kafka_broker, topic, messages[sent:])
         ends = end_offsets(kafka_broker, topic, PARTITIONS)
         wait_until(lambda: covered(store, topic, ends), 120, "every offset checkpointed", workers.values())
         for member in ("w0", "w1"):
