@@ -55,7 +55,8 @@ class DecayClock:
 
     def times(self, n_docs: int, stream_times=None) -> np.ndarray:
         """The times of the next ``n_docs`` documents: their arrival indices, or their stream
-        times (a missing one, NaN, is taken as the latest time seen so far)."""
+        times. The clock never goes back: a missing time (NaN) or one older than the latest
+        seen is taken as the latest seen."""
         if self.unit == "documents":
             return self.clock + 1.0 + np.arange(n_docs)
         if stream_times is None:
@@ -63,11 +64,7 @@ class DecayClock:
         times = np.array(stream_times, dtype=np.float64)
         if times.shape != (n_docs,):
             raise ValueError("one stream time per document")
-        missing = np.isnan(times)
-        if missing.any():
-            filled = np.where(missing, -np.inf, times)
-            times = np.maximum(np.maximum.accumulate(filled), self.clock)
-        return times
+        return np.maximum(np.maximum.accumulate(np.where(np.isnan(times), -np.inf, times)), self.clock)
 
     def scale(self) -> float:
         """Multiply stored values by this to get the true decayed values."""

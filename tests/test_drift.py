@@ -135,13 +135,15 @@ def test_forgetting_is_lazy_and_mergeable():
 
 def _stream_times(rng, n_docs):
     """Irregular arrival times (seconds): bursts, quiet spells, one gap of ~400 half-lives (h = 60),
-    a few out-of-order stamps and a few missing ones (NaN)."""
+    and, among the last 150 documents (where the weights are large enough to be checked),
+    out-of-order stamps and missing ones (NaN)."""
     gaps = rng.exponential(5.0, n_docs)
-    gaps[rng.random(n_docs) < 0.02] = 600.0
+    gaps[:-150][rng.random(n_docs - 150) < 0.02] = 600.0
     gaps[n_docs // 2] = 24_000.0
     times = 1.7e9 + np.cumsum(gaps)
-    times[rng.choice(n_docs, 10, replace=False)] -= 50.0
-    times[rng.choice(n_docs, 10, replace=False)] = np.nan
+    tail = np.arange(n_docs - 150, n_docs)
+    times[rng.choice(tail, 10, replace=False)] -= 50.0
+    times[rng.choice(tail, 10, replace=False)] = np.nan
     return times
 
 
