@@ -248,7 +248,7 @@ class StreamingTopicModel:
         self._warmup: list[tuple[dict, Any, float | None]] = []  # (counts, key, stream time)
         self._pending: list[EncodedDocument] = []
         self._pending_keys: list[int] = []
-        self._pending_times: list[float] = []  # stream time per pending document (NaN: none yet)
+        self._pending_times: list[float] = []  # half-life in stream time: each pending document's date
         self.rejections: Counter = Counter()
         self.oov_tokens = 0.0
         self.documents_truncated = 0
@@ -412,7 +412,8 @@ class StreamingTopicModel:
             self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)  # held out: not learned yet
         self._pending.append(encoded)
         self._pending_keys.append(hashed_key)
-        self._pending_times.append(np.nan if self._stream_time is None else float(self._stream_time))
+        if self.half_life_unit == "stream" and self.half_life is not None:
+            self._pending_times.append(np.nan if self._stream_time is None else float(self._stream_time))
         if self.reservoir is not None:
             self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
         if len(self._pending) >= self.batch_size:
@@ -446,7 +447,7 @@ class StreamingTopicModel:
         if not self._pending:
             return
         batch = DocumentBatch.from_documents(self._pending, self._pending_keys)
-        times = np.array(self._pending_times) if self.half_life_unit == "stream" else None
+        times = np.array(self._pending_times) if self._pending_times else None
         self._pending, self._pending_keys, self._pending_times = [], [], []
         self._ingest(batch, times)
 
