@@ -18,6 +18,7 @@ refresher lease maps onto a conditional write (create-if-absent with an expiry).
 from __future__ import annotations
 
 import abc
+import io
 import json
 import logging
 import os
@@ -181,13 +182,9 @@ class DirectoryStateStore(StateStore):
 
     def save_refresher_state(self, coefficients, next_topic_id: int, version: int) -> None:
         if coefficients is not None:
-            path = self.refresher_dir / f"coefficients-{version:06d}.npy"
-            tmp = path.with_name("." + path.name + ".tmp")
-            with open(tmp, "wb") as handle:
-                np.save(handle, coefficients)
-                handle.flush()
-                os.fsync(handle.fileno())
-            tmp.replace(path)
+            encoded = io.BytesIO()
+            np.save(encoded, coefficients)
+            atomic_write_bytes(self.refresher_dir / f"coefficients-{version:06d}.npy", encoded.getvalue())
         atomic_write_bytes(self.refresher_dir / "state.json", json.dumps(
             {"version": version, "next_topic_id": next_topic_id,
              "coefficients": None if coefficients is None else f"coefficients-{version:06d}.npy"}).encode())
