@@ -1,11 +1,18 @@
 """Topic identity across refreshes (DESIGN 2.6).
 
-Recovered topics come back in arbitrary order. A new snapshot's topics are matched to the previous
-snapshot's by the Hungarian algorithm on the L1 distance between topic-word columns. A matched
-pair keeps its id when its distance is below ``match_threshold`` times the median distance between
-two different previous topics: "much closer than two distinct topics are", a scale that holds for
-sparse real topics (distinct ones ~1.8 apart) and dense synthetic ones (~1 apart) alike. Any other
-new topic gets a fresh id (a birth) and an unmatched previous topic is a death.
+Recovered topics come back in arbitrary order. A new snapshot's topic keeps the id of a previous
+topic when they are the same topic by any of three tests, strongest first:
+
+1. **the same anchor word** (pairs sharing an anchor are matched first);
+2. **close in L1**: the Hungarian pairing on the L1 distance between topic-word columns, below
+   ``match_threshold`` times the median distance between two different previous topics ("much
+   closer than two distinct topics are", a scale that holds for sparse real topics, ~1.8 apart,
+   and dense synthetic ones, ~1 apart);
+3. **most of the top words**: the pair are each other's nearest topic in L1 and share at least
+   ``min_overlap`` of their ``top_n`` words (a topic whose tail moved but whose head a reader
+   recognises).
+
+Any other new topic gets a fresh id (a birth) and an unmatched previous topic is a death.
 """
 
 from __future__ import annotations
@@ -22,6 +29,16 @@ def l1_distances(previous: np.ndarray, current: np.ndarray) -> np.ndarray:
     return cdist(np.ascontiguousarray(previous.T), np.ascontiguousarray(current.T), "cityblock")
 
 
+def top_word_overlap(previous: np.ndarray, current: np.ndarray, n: int = 10) -> np.ndarray:
+    """Share of the ``n`` most probable words that two topics have in common, for every pair of
+    columns (K_previous x K_current, 0 to 1)."""
+    n = min(n, previous.shape[0])
+    top_previous = np.argsort(-previous, axis=0, kind="stable")[:n].T
+    top_current = np.argsort(-current, axis=0, kind="stable")[:n].T
+    shared = np.array([[np.intersect1d(a, b).size for b in top_current] for a in top_previous], dtype=float)
+    return shared.reshape(previous.shape[1], current.shape[1]) / max(n, 1)
+
+
 @dataclass
 class Alignment:
     """Ids for the new topics and what happened to the old ones."""
@@ -33,8 +50,11 @@ class Alignment:
     next_id: int = 0
 
 
-def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray, next_id: int, match_threshold: float = 0.5) -> Alignment:
-    """Match the columns of ``current`` to those of ``previous`` (same vocabulary).
+def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray, next_id: int,
+                 match_threshold: float = 0.5, previous_anchors=None, current_anchors=None,
+                 top_n: int = 10, min_overlap: float = 0.5) -> Alignment:
+    """Match the columns of ``current`` to those of ``previous`` (same vocabulary); anchors (one
+    word per column, in the same order) are optional.
 
     Examples
     --------
@@ -53,13 +73,21 @@ def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray,
     distances = l1_distances(previous, current)
     separation = l1_distances(previous, previous)[np.triu_indices(previous.shape[1], 1)]
     limit = match_threshold * (np.median(separation) if separation.size else 2.0)
-    rows, cols = linear_sum_assignment(distances)
+    pairs = _same_anchor_pairs(previous_anchors, current_anchors)
+    free_rows = [r for r in range(previous.shape[1]) if r not in {r for r, _ in pairs}]
+    free_cols = [c for c in range(k) if c not in {c for _, c in pairs}]
+    rows, cols = linear_sum_assignment(distances[np.ix_(free_rows, free_cols)])
+    overlap = top_word_overlap(previous, current, top_n)
+    nearest_current, nearest_previous = distances.argmin(axis=1), distances.argmin(axis=0)
+    for r, c in zip(np.asarray(free_rows)[rows], np.asarray(free_cols)[cols]):
+        mutual = nearest_current[r] == c and nearest_previous[c] == r
+        if distances[r, c] < limit or (mutual and overlap[r, c] >= min_overlap):
+            pairs.append((int(r), int(c)))
     ids: list[int | None] = [None] * k
     moved: dict[int, float] = {}
-    for r, c in zip(rows, cols):
-        if distances[r, c] < limit:
-            ids[c] = int(previous_ids[r])
-            moved[int(previous_ids[r])] = float(distances[r, c])
+    for r, c in pairs:
+        ids[c] = int(previous_ids[r])
+        moved[int(previous_ids[r])] = float(distances[r, c])
     births = []
     for c in range(k):
         if ids[c] is None:
@@ -69,3 +97,23 @@ def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray,
     kept = set(ids)
     deaths = [int(i) for i in previous_ids if int(i) not in kept]
     return Alignment([int(i) for i in ids], births, deaths, moved, next_id)
+
+
+def _same_anchor_pairs(previous_anchors, current_anchors) -> list[tuple[int, int]]:
+    """(previous column, current column) of the topics anchored on the same word."""
+    if previous_anchors is None or current_anchors is None:
+        return []
+    where = {word: r for r, word in enumerate(previous_anchors)}
+    return [(where[word], c) for c, word in enumerate(current_anchors) if word in where]
+
+
+@dataclass
+class MissingTopic:
+    """A topic absent from the latest snapshots, kept for a few refreshes so that it gets its id
+    back if it returns (recovered topics flicker: a weak topic can lose its anchor to noise for
+    one refresh and find it again the next). Its death is announced only once the grace is over."""
+
+    column: np.ndarray  # its topic-word column when last seen
+    anchor: str
+    words: list[str]
+    refreshes: int = 1  # refreshes it has been missing for

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .alignment import align_topics
+from .alignment import MissingTopic, align_topics
 from .anchors import default_min_document_frequency
 from .cooccurrence import CooccurrenceStats
 from .forgetting import HALF_LIFE_UNITS, DecayedCounter
@@ -28,7 +28,7 @@ from .inference import infer_mixtures
 from .refresh import (
     ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, NotEnoughCandidatesError, match_columns, recover_topics, select_anchors,
 )
-from .snapshot import TopicSnapshot
+from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 from .state import CorruptStateError, read_state, write_state
 from .text import Tokenizer
 from .trackers import RandomProjectionTracker, n_projections_for_topics
@@ -36,6 +36,9 @@ from .vocabulary import Vocabulary
 
 FADING_RATIO = 0.25  # see _active_view
 RejectHandler = Callable[[Rejection, Any, Any], None]
+
+
+EVENT_WORDS = 10  # top words compared by change events (births and deaths show the first 8)
 
 
 class StreamingTopicModel:
@@ -122,7 +125,24 @@ class StreamingTopicModel:
         over a reservoir of ``reservoir_size`` documents (the most recent ones with forgetting
         on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
         keeping the iterate with the best held-out likelihood (never worse than the recovered
-        topics), and Dirichlet alpha's scale chosen by held-out likelihood. 0 (default): off.
+        topics), and Dirichlet alpha's scale chosen by held-out likelihood. Default 10 (0: off);
+        it lifts real-text coherence most on young streams and costs a fraction of a second per
+        refresh (BENCHMARKS.md, topic quality).
+    background_topic
+        Recover a background distribution next to the K topics (``snapshot.background``): the
+        unigram distribution joins the anchors as one more pseudo-anchor, and the part of each
+        word it explains leaves the topics, so words common to every document do not lead every
+        topic (:func:`~streamtopics.refresh.recover_topics`). Default True; used with
+        ``recovery="l2"`` (RecoverKL recovers the topics alone).
+    death_grace
+        Refreshes a topic may stay absent before its death is announced: one that returns
+        within them (matched by anchor, L1 or top words to its last appearance) keeps its id and
+        makes no event. 0: a topic missing from one snapshot dies at once. Default 2.
+    max_df
+        A document-frequency ceiling (a fraction of the documents, 0 to 1): words in more of them
+        are never anchors and belong to the background alone (a data-driven stop list for mail
+        or newswire boilerplate such as "writes", "said", "reuter"). Needs ``background_topic``.
+        None (default): no ceiling.
     max_vocabulary
         Open vocabulary (:mod:`~streamtopics.open_vocabulary`): unknown words are counted by a
         space-saving sketch of ``vocabulary_sketch_size`` counters and a word found in at least
@@ -170,9 +190,10 @@ class StreamingTopicModel:
                  drift_threshold: float | None = None, refresh_in_background: bool = False,
                  half_life: float | None = None, activity_half_life: float | None = None,
                  half_life_unit: str = "documents",
-                 min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 0,
+                 min_prevalence: float = 0.0, history_size: int = 512, refine_iterations: int = 10,
                  reservoir_size: int = 2000, max_vocabulary: int | None = None, admit_df: int = 20,
-                 vocabulary_sketch_size: int = 1000, retire_df: float | None = None, window: int | None = None):
+                 vocabulary_sketch_size: int = 1000, retire_df: float | None = None, window: int | None = None,
+                 background_topic: bool = True, max_df: float | None = None, death_grace: int = 2):
         if n_topics < 1:
             raise ValueError("n_topics must be at least 1")
         if anchor_method not in ANCHOR_METHODS:
@@ -208,11 +229,21 @@ class StreamingTopicModel:
         self.history_size = int(history_size)
         self.min_prevalence = float(min_prevalence)
         self.refine_iterations = int(refine_iterations)
+        self.background_topic = bool(background_topic)
+        if max_df is not None and not (0.0 < float(max_df) <= 1.0):
+            raise ValueError("max_df is a fraction of the documents, in (0, 1]")
+        if max_df is not None and not self.background_topic:
+            raise ValueError("max_df needs background_topic=True: the ceiling's words go to the background")
+        self.max_df = None if max_df is None else float(max_df)
         self.reservoir_size = int(reservoir_size)
         self.reservoir = None
         if self.refine_iterations > 0:
             self.reservoir = Reservoir(self.reservoir_size, "uniform" if self.half_life is None else "recent")
         self._significant: set[int] = set()
+        if death_grace < 0:
+            raise ValueError("death_grace is a number of refreshes, at least 0")
+        self.death_grace = int(death_grace)
+        self._missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
         self.policy = RefreshPolicy(None, refresh_every_seconds, refresh_clock,
                                     None if drift_threshold is None else DriftMonitor(drift_threshold))
         self.history = TopicHistory(self.history_size)
@@ -531,6 +562,8 @@ class StreamingTopicModel:
             self.activity.merge(other.activity)
         if self.tracker is not None:
             self.tracker.merge(other.tracker)
+        if self.reservoir is not None and other.reservoir is not None:
+            self.reservoir.merge(other.reservoir)
         self.rejections.update(other.rejections)
         self.oov_tokens += other.oov_tokens
         self.documents_truncated += other.documents_truncated
@@ -629,18 +662,26 @@ class StreamingTopicModel:
         anchors = select_anchors(view, self.n_topics, self.min_document_frequency(view),
                                  self.max_anchor_candidates, self.projection_dim, self.anchor_cleanup, self.seed,
                                  method=self.anchor_method, tracker=tracker,
-                                 min_support=self.rp_min_support)
+                                 min_support=self.rp_min_support, max_df=self._ceiling(view))
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(view, anchors) if self.warm_start else None
-        result = recover_topics(view, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter)
+        ceiling = self._ceiling(view)
+        result = recover_topics(view, anchors, start, self.recovery, self.recovery_tol, self.recovery_max_iter,
+                                background=self.background_topic and self.recovery == "l2",
+                                background_words=None if ceiling is None else np.asarray(view.document_frequency) > ceiling)
         refinement = None
         t_refine = time.perf_counter()
         if reservoir is not None:
-            refinement = refine_topics(result.topic_word, reservoir, self.refine_iterations)
+            # the background is refined with the topics: both explain the reservoir's tokens
+            columns = (result.topic_word if result.background is None
+                       else np.column_stack([result.topic_word, result.background]))
+            refinement = refine_topics(columns, reservoir, self.refine_iterations)
+            topic_word = refinement.topic_word[:, : self.n_topics]
             shape = np.asarray(result.alpha, dtype=np.float64)
             shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
-            scale, _ = choose_alpha_scale(refinement.topic_word, shape, reservoir)
-            result = dataclasses.replace(result, topic_word=refinement.topic_word, alpha=scale * shape)
+            scale, _ = choose_alpha_scale(topic_word, shape, reservoir)
+            background = None if result.background is None else refinement.topic_word[:, self.n_topics]
+            result = dataclasses.replace(result, topic_word=topic_word, alpha=scale * shape, background=background)
         t_refine = time.perf_counter() - t_refine
         t1 = time.perf_counter()
         snapshot = self._publish(result, position, stream_time, n_docs)
@@ -659,6 +700,10 @@ class StreamingTopicModel:
         self.policy.last_reason = None
         return snapshot
 
+    def _ceiling(self, view) -> float | None:
+        """``max_df`` in documents (of the effective number, with forgetting), or None."""
+        return None if self.max_df is None else self.max_df * view.n_docs
+
     def _restart_policy(self) -> None:
         self.policy.restart(self.documents_absorbed, self._stream_time)
 
@@ -672,52 +717,18 @@ class StreamingTopicModel:
         rows = stats.rows(both) / np.where(mass[both] > 0, mass[both], 1.0)[:, None]
         mapping = match_columns(rows[: previous.size], rows[previous.size:])
         coefficients = self._coefficients
+        extra = int(self.background_topic and self.recovery == "l2")  # the background's column stays last
+        if coefficients.shape[1] != anchors.size + extra:
+            return None  # saved with the background setting the other way: start cold
         if coefficients.shape[0] < stats.n_words:  # words admitted since: start them uniform
             k = coefficients.shape[1]
             coefficients = np.vstack([coefficients, np.full((stats.n_words - coefficients.shape[0], k), 1.0 / k)])
-        return coefficients[:, mapping]
+        return coefficients[:, np.concatenate([mapping, np.arange(anchors.size, anchors.size + extra)])]
 
     def _publish(self, result, position, stream_time, n_docs: int | None = None) -> TopicSnapshot:
         previous = self.snapshot
-        before = None if previous is None else previous.topic_word
-        if before is not None and before.shape[0] < result.topic_word.shape[0]:  # words admitted since
-            before = np.vstack([before, np.zeros((result.topic_word.shape[0] - before.shape[0], before.shape[1]))])
-        if before is not None and self._replaced_slots:  # slots whose word was retired since: not comparable
-            before = before.copy()
-            before[sorted(i for i in self._replaced_slots if i < before.shape[0])] = 0.0
-        self._replaced_slots.clear()
-        alignment = align_topics(
-            before,
-            None if previous is None else previous.topic_ids,
-            result.topic_word, self._next_topic_id, self.match_threshold,
-        )
-        self._next_topic_id = alignment.next_id
         anchors = [self.vocabulary.words[w] for w in result.anchors]
-        prevalence = np.asarray(result.prevalence, dtype=np.float64)
-        if self.min_prevalence > 0:
-            # births and deaths of significant topics: an id whose prevalence reaches the floor is
-            # born, one that falls below it (or vanishes) dies; minor topics make no events
-            share = dict(zip(alignment.topic_ids, prevalence.tolist()))
-            # hysteresis: a significant topic stays so until it falls below half the floor
-            significant = {t for t, p in share.items()
-                           if p >= self.min_prevalence or (t in self._significant and p >= self.min_prevalence / 2)}
-            births = [t for t in alignment.topic_ids if t in significant and t not in self._significant]
-            deaths = sorted(self._significant - significant)
-            self._significant = significant
-        else:
-            births, deaths = alignment.births, alignment.deaths
-        events = [{"type": "birth", "topic": t, "anchor": anchors[alignment.topic_ids.index(t)]}
-                  for t in births]
-        events += [{"type": "death", "topic": t} for t in deaths]
-        if previous is not None:
-            for k, topic in enumerate(alignment.topic_ids):
-                if topic not in alignment.distances:
-                    continue
-                before = previous.anchors[previous.topic_ids.index(topic)]
-                moved = alignment.distances[topic]
-                if moved >= self.change_threshold or before != anchors[k]:
-                    events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
-                                   "anchor_before": before, "anchor_after": anchors[k]})
+        alignment = self._align(previous, result.topic_word, anchors)
         self._coefficients = result.coefficients
         n_docs = self.stats.n_docs if n_docs is None else n_docs
         self._absorbed_at_refresh = n_docs
@@ -732,12 +743,84 @@ class StreamingTopicModel:
             topic_ids=alignment.topic_ids,
             prevalence=result.prevalence,
             alpha=result.alpha,
-            events=events,
             position=position,
             stream_time=stream_time,
+            background=result.background,
+            background_share=result.background_share,
         )
+        self.snapshot.events.extend(self._events(previous, self.snapshot, alignment))
         self.history.add_snapshot(self.snapshot)
         return self.snapshot
+
+    def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str]):
+        """Ids for the new topics: matched against the previous snapshot's topics and the missing
+        ones still within their grace (:class:`~streamtopics.alignment.MissingTopic`)."""
+        if previous is None:
+            alignment = align_topics(None, None, topic_word, self._next_topic_id, self.match_threshold)
+            self._next_topic_id = alignment.next_id
+            return alignment
+        missing = list(self._missing.items())
+        columns = [previous.topic_word] + [m.column[:, None] for _, m in missing]
+        n_words = max(topic_word.shape[0], max(c.shape[0] for c in columns))
+        before = np.column_stack([np.vstack([c, np.zeros((n_words - c.shape[0], c.shape[1]))])  # words admitted since
+                                  for c in columns])[: topic_word.shape[0]]
+        if self._replaced_slots:  # slots whose word was retired since: not comparable
+            before[sorted(i for i in self._replaced_slots if i < before.shape[0])] = 0.0
+        self._replaced_slots.clear()
+        alignment = align_topics(before, list(previous.topic_ids) + [t for t, _ in missing], topic_word,
+                                 self._next_topic_id, self.match_threshold,
+                                 list(previous.anchors) + [m.anchor for _, m in missing], anchors)
+        self._next_topic_id = alignment.next_id
+        return alignment
+
+    def _events(self, previous: TopicSnapshot | None, snapshot: TopicSnapshot, alignment) -> list[dict]:
+        """Births, deaths (after the grace) and changes since ``previous``, with their words."""
+        top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        before = {} if previous is None else previous.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        gone = set(alignment.deaths)
+        for topic in list(self._missing):
+            if topic in gone:
+                self._missing[topic].refreshes += 1
+            else:
+                del self._missing[topic]  # back under its id
+        for topic in gone - set(self._missing):
+            column = previous.column(topic)
+            self._missing[topic] = MissingTopic(np.array(previous.topic_word[:, column]), previous.anchors[column],
+                                                [w for w, _ in before[topic][:8]])
+        dead = sorted(t for t, m in self._missing.items() if m.refreshes > self.death_grace)
+        if self.min_prevalence > 0:
+            # births and deaths of significant topics: an id whose prevalence reaches the floor is
+            # born, one that falls below it (or is gone past its grace) dies; minor topics make no
+            # events. Hysteresis: a significant topic stays so until it falls below half the floor.
+            share = dict(zip(snapshot.topic_ids, np.asarray(snapshot.prevalence, dtype=np.float64).tolist()))
+            significant = {t for t, p in share.items()
+                           if p >= self.min_prevalence or (t in self._significant and p >= self.min_prevalence / 2)}
+            significant |= self._significant & (set(self._missing) - set(dead))
+            births = [t for t in snapshot.topic_ids if t in significant and t not in self._significant]
+            deaths = sorted(self._significant - significant)
+            self._significant = significant
+        else:
+            births, deaths = alignment.births, dead
+        events = [{"type": "birth", "topic": t, "anchor": snapshot.anchors[snapshot.column(t)],
+                   "words": [w for w, _ in top[t][:8]]} for t in births]
+        for topic in deaths:
+            lost = self._missing.get(topic)
+            events.append({"type": "death", "topic": topic} if lost is None else
+                          {"type": "death", "topic": topic, "anchor": lost.anchor, "words": lost.words})
+        for topic in dead:
+            del self._missing[topic]
+        for k, topic in enumerate(snapshot.topic_ids):
+            if topic not in alignment.distances or topic not in before:
+                continue  # new, or back from missing (no event either way)
+            anchor_before = previous.anchors[previous.column(topic)]
+            moved = alignment.distances[topic]
+            if moved >= self.change_threshold or anchor_before != snapshot.anchors[k]:
+                now, then = [w for w, _ in top[topic]], [w for w, _ in before[topic]]
+                events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
+                               "anchor_before": anchor_before, "anchor_after": snapshot.anchors[k],
+                               "words_in": [w for w in now if w not in then],
+                               "words_out": [w for w in then if w not in now]})
+        return events
 
     # ------------------------------------------------------------------ inference
     def encode_many(self, documents) -> tuple[DocumentBatch, list[Rejection | None]]:
@@ -776,7 +859,8 @@ class StreamingTopicModel:
             indptr = np.zeros(len(batch) + 1, np.int64)
             np.cumsum(sizes, out=indptr[1:])
             batch = DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
-        return infer_mixtures(batch, self.snapshot.topic_word, self.snapshot.prevalence)
+        columns, prior = self.snapshot.mixture_components()
+        return self.snapshot.topic_part(infer_mixtures(batch, columns, prior))
 
     def transform_one(self, document) -> dict[int, float]:
         """``{topic_id: weight}`` for one document; empty before the first refresh."""
@@ -812,7 +896,8 @@ class StreamingTopicModel:
             "refine_iterations": self.refine_iterations, "reservoir_size": self.reservoir_size,
             "max_vocabulary": self.max_vocabulary, "admit_df": self.admit_df,
             "vocabulary_sketch_size": self.vocabulary_sketch_size, "retire_df": self.retire_df,
-            "window": self.window,
+            "window": self.window, "background_topic": self.background_topic,
+            "max_df": self.max_df, "death_grace": self.death_grace,
         }
 
     def save(self, path) -> Path:
@@ -840,6 +925,8 @@ class StreamingTopicModel:
             arrays["coefficients"] = self._coefficients
         if self.snapshot is not None:
             arrays["snapshot.topic_word"] = self.snapshot.topic_word
+            if self.snapshot.background is not None:
+                arrays["snapshot.background"] = self.snapshot.background
         meta = {
             "config": self.get_config(),
             "tokenizer": self.tokenizer.get_config(),
@@ -908,7 +995,8 @@ class StreamingTopicModel:
             n_rows = arrays["snapshot.topic_word"].shape[0]
             vocabulary = meta.get("snapshot_vocabulary") or model.vocabulary.words[:n_rows]
             model.snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=vocabulary,
-                                           topic_word=arrays["snapshot.topic_word"])
+                                           topic_word=arrays["snapshot.topic_word"],
+                                           background=arrays.get("snapshot.background"))
             model.snapshot.prevalence = np.asarray(model.snapshot.prevalence)
             model.snapshot.alpha = np.asarray(model.snapshot.alpha)
         return model
@@ -950,6 +1038,7 @@ def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
         "anchors": snapshot.anchors, "topic_ids": snapshot.topic_ids,
         "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
         "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
+        "background_share": snapshot.background_share,
     }
 
 

@@ -63,8 +63,9 @@ class DriftMonitor:
             return
         batch = DocumentBatch(np.array([0, ids.size]), np.asarray(ids, np.int32), np.asarray(counts, np.float64),
                               np.zeros(1, np.uint64))
-        mixtures = infer_mixtures(batch, snapshot.topic_word, snapshot.prevalence, max_iter=50, tol=1e-4)
-        value = float(log_likelihood_per_token(batch, snapshot.topic_word, mixtures)[0])
+        columns, prior = snapshot.mixture_components()
+        mixtures = infer_mixtures(batch, columns, prior, max_iter=50, tol=1e-4)
+        value = float(log_likelihood_per_token(batch, columns, mixtures)[0])
         if self.baseline is None:
             self._baseline_sum += value
             self._baseline_n += 1

@@ -89,6 +89,17 @@ class Reservoir:
         else:
             self._heap = [(h, arrival, *without(ids, counts)) for h, arrival, ids, counts in self._heap]
 
+    def merge(self, other: "Reservoir") -> "Reservoir":
+        """Add the sample of another, disjoint sub-stream. Uniform reservoirs merge exactly: the
+        bottom-k of the union is the bottom-k of the two bottom-k samples, so the merged sample is
+        the one a single reservoir over both sub-streams would hold. Recent ones have no common
+        clock: the other's documents count as the newer."""
+        if other.kind != self.kind or other.capacity != self.capacity:
+            raise ValueError("reservoirs merge only with the same kind and capacity")
+        for ids, counts, key_hash in other.items():
+            self.add(ids, counts, key_hash)
+        return self
+
     def items(self) -> list:
         """``(ids, counts, key_hash)`` of the kept documents (uniform: in key-hash order)."""
         if self.kind == "recent":

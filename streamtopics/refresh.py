@@ -104,7 +104,7 @@ def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> n
 def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
                    projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
                    method: str = "fastanchors", tracker=None,
-                   min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
+                   min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None) -> np.ndarray:
     """K anchor word ids by one of three selectors (DESIGN 2.3):
 
     ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
@@ -118,12 +118,14 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
 
     ``tracker`` (a :class:`~streamtopics.trackers.RandomProjectionTracker` fed the same documents
     as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
-    threshold (:func:`support_mask`).
+    threshold (:func:`support_mask`). Words in more than ``max_df`` documents are never anchors.
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
     candidates = candidate_words(view.document_frequency, min_df, max_candidates)
     candidates = candidates[view.word_mass[candidates] > 0]
+    if max_df is not None:
+        candidates = candidates[np.asarray(view.document_frequency)[candidates] <= max_df]
     if method == "fastanchors":
         if candidates.size < n_topics:
             raise _not_enough(candidates.size, min_df, n_topics)
@@ -182,6 +184,14 @@ def match_columns(previous_rows: np.ndarray, current_rows: np.ndarray) -> np.nda
     return mapping
 
 
+# The background's cost per unit of coefficient, in units of the mean squared anchor-row norm:
+# a tie-breaker. In a separable model the unigram row lies inside the anchors' hull, so the
+# topics and the background explain a word equally well; the penalty gives it to the topics there
+# (synthetic tests: L1 as without a background), while on real text, where the background fits
+# the common words far better, it changes nothing measurable (BENCHMARKS.md, topic quality).
+BACKGROUND_PENALTY = 1e-3
+
+
 @dataclass
 class Recovery:
     """Recovered topics and how they were obtained."""
@@ -194,6 +204,8 @@ class Recovery:
     alpha: np.ndarray
     iterations: np.ndarray  # solver iterations per word
     timings: dict = field(default_factory=dict)
+    background: np.ndarray | None = None  # V, the common-word distribution (with ``background=True``)
+    background_share: float = 0.0  # the share of all tokens it explains
 
 
 def anchor_group_rows(view, groups) -> np.ndarray:
@@ -209,11 +221,20 @@ def anchor_group_rows(view, groups) -> np.ndarray:
 
 def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, method: str = "l2",
                    tol: float = 1e-5, max_iter: int = 500, block_rows: int = 1024,
-                   anchor_groups=None) -> Recovery:
+                   anchor_groups=None, background: bool = False, background_words=None) -> Recovery:
     """RecoverL2 or RecoverKL from the given anchors (K word ids), warm-started from ``start`` if
     given. ``anchor_groups`` (K arrays of word ids, e.g. the ``rp`` selector's clusters) replaces
     each anchor's row by its group's averaged row (:func:`anchor_group_rows`, Ding et al. 4.3);
-    the anchors still name the topics and give the topic covariance."""
+    the anchors still name the topics and give the topic covariance.
+
+    With ``background`` a (K+1)-th pseudo-anchor joins them: the unigram distribution p(w), the
+    Qbar row of a word that co-occurs with everything in proportion to frequency. The part of
+    each word's row it explains (``coefficients[:, K]``) goes to ``Recovery.background`` instead
+    of the topics, so words common to all documents ("said", "writes", mail boilerplate) stop
+    leading every topic; on LDA-generated streams it takes next to nothing (BENCHMARKS.md, topic
+    quality). ``start`` then has K+1 columns, as the returned coefficients do. The words of the
+    boolean mask ``background_words`` (e.g. those in most documents) are given wholly to the
+    background: they take no part in any topic."""
     timings = {}
     t0 = time.perf_counter()
     mass = view.word_mass
@@ -224,8 +245,16 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
         if len(anchor_groups) != len(anchors):
             raise ValueError(f"{len(anchor_groups)} anchor groups for {len(anchors)} anchors")
         anchor_rows = anchor_group_rows(view, anchor_groups)
+    total = mass.sum()
+    word_probability = mass / total if total > 0 else mass
+    if background:
+        anchor_rows = np.vstack([anchor_rows, word_probability[None, :]])
     if method == "l2":
         products = view.matmul(np.ascontiguousarray(anchor_rows.T)) / safe_mass[:, None]
+        if background:
+            topic_rows = anchor_rows[:-1]
+            unit = float(np.einsum("ij,ij->", topic_rows, topic_rows)) / max(topic_rows.shape[0], 1)
+            products[:, -1] -= 0.5 * BACKGROUND_PENALTY * unit
         timings["products"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         # An anchor word's own solution is exactly its unit vector (its row is the vertex); it is
@@ -238,7 +267,7 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
             others[anchors] = False
         solved, solved_iterations = recover_l2(anchor_rows, products[others],
                                                None if start is None else start[others], tol, max_iter)
-        coefficients = np.zeros((view.n_words, anchors.size))
+        coefficients = np.zeros((view.n_words, anchor_rows.shape[0]))
         iterations = np.zeros(view.n_words, dtype=solved_iterations.dtype)
         coefficients[others] = solved
         iterations[others] = solved_iterations
@@ -257,11 +286,19 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     else:
         raise ValueError(f"unknown recovery method {method!r}; use 'l2' or 'kl'")
     timings["solve"] = time.perf_counter() - t1
-    total = mass.sum()
-    topics = topics_from_coefficients(coefficients, mass / total if total > 0 else mass)
+    k = np.asarray(anchors).size
+    if background and background_words is not None:
+        coefficients[background_words] = 0.0
+        coefficients[background_words, k] = 1.0
+    topics = topics_from_coefficients(coefficients[:, :k], word_probability)
+    common, share = None, 0.0
+    if background:
+        common = coefficients[:, k] * word_probability
+        share = float(common.sum())
+        common = common / share if share > 0 else np.full(view.n_words, 1.0 / view.n_words)
     anchor_block = view.rows(anchors)[:, anchors] / max(view.n_docs, 1)
     covariance = topic_covariance(topics.topic_word, anchors, anchor_block)
     alpha = dirichlet_alpha(topics.prevalence, covariance)
     timings["recovery"] = time.perf_counter() - t0
     return Recovery(np.asarray(anchors), coefficients, topics.topic_word, topics.prevalence, covariance,
-                    alpha, iterations, timings)
+                    alpha, iterations, timings, common, share)

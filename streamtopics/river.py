@@ -363,13 +363,13 @@ def _infer_one(model: StreamingTopicModel, document) -> np.ndarray:
         _serial_infer = numba.njit(nogil=True)(inference._infer.py_func)
     snapshot = model.snapshot
     batch, _ = model.encode_many([document])
-    prior = np.asarray(snapshot.prevalence, dtype=np.float64)
+    columns, prior = snapshot.mixture_components()
     mixtures, _ = _serial_infer(
         batch.indptr, batch.indices, batch.counts,
-        np.ascontiguousarray(snapshot.topic_word, dtype=np.float64), prior / prior.sum(),
+        np.ascontiguousarray(columns), prior / prior.sum(),
         int(_INFER_DEFAULTS["max_iter"].default), float(_INFER_DEFAULTS["tol"].default),
     )
-    return mixtures[0]
+    return snapshot.topic_part(mixtures)[0]
 
 
 # ---------------------------------------------------------------------- pickling

@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 
 
+DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
+
+
 @dataclass
 class TopicSnapshot:
     """The topics at one point of the stream.
@@ -18,6 +21,9 @@ class TopicSnapshot:
     snapshot: ``{"type": "birth" | "death" | "change", "topic": id, ...}``. ``position`` is the
     stream position the snapshot reflects (Kafka offsets, archive line, ...), set by the caller.
     The snapshot holds no wall-clock time, so replaying a stream reproduces it byte for byte.
+    ``background`` (V, or None) is the distribution of the words common to all topics, explaining
+    ``background_share`` of the tokens; documents are inferred against the topics and it together
+    (:meth:`mixture_components`), and their mixtures are reported over the topics alone.
     """
 
     version: int
@@ -31,6 +37,8 @@ class TopicSnapshot:
     events: list[dict] = field(default_factory=list)
     position: dict | None = None
     stream_time: float | None = None
+    background: np.ndarray | None = None
+    background_share: float = 0.0
 
     @property
     def n_topics(self) -> int:
@@ -43,9 +51,46 @@ class TopicSnapshot:
         except ValueError:
             raise KeyError(f"no topic with id {topic_id} in snapshot {self.version}") from None
 
-    def top_words(self, n: int = 10) -> dict[int, list[tuple[str, float]]]:
-        """The ``n`` most probable words of every topic, by topic id."""
-        order = np.argsort(-self.topic_word, axis=0, kind="stable")[:n]
+    def mixture_components(self) -> tuple[np.ndarray, np.ndarray]:
+        """The columns a document is a mixture of and their prior weights: the topics, plus the
+        background as a last column when there is one."""
+        prior = np.asarray(self.prevalence, dtype=np.float64)
+        if self.background is None:
+            return np.asarray(self.topic_word, dtype=np.float64), prior
+        share = min(max(float(self.background_share), 0.0), 1.0)
+        columns = np.column_stack([self.topic_word, self.background]).astype(np.float64)
+        return columns, np.append(prior * (1.0 - share), share)
+
+    def topic_part(self, mixtures: np.ndarray) -> np.ndarray:
+        """Mixtures over :meth:`mixture_components` restricted to the topics, rows renormalised
+        (a document explained by the background alone gets the topic prevalences)."""
+        if self.background is None:
+            return mixtures
+        topics = mixtures[:, : self.n_topics]
+        total = topics.sum(axis=1, keepdims=True)
+        prior = np.asarray(self.prevalence, dtype=np.float64)
+        return np.where(total > 1e-12, topics / np.maximum(total, 1e-300), prior / max(prior.sum(), 1e-300))
+
+    def word_distribution(self) -> np.ndarray:
+        """p(w) under the snapshot: the topics weighted by prevalence, plus the background."""
+        columns, prior = self.mixture_components()
+        return columns @ (prior / max(float(prior.sum()), 1e-300))
+
+    def top_words(self, n: int = 10, relevance: float | None = None) -> dict[int, list[tuple[str, float]]]:
+        """The ``n`` most probable words of every topic, by topic id.
+
+        With ``relevance`` = lambda in [0, 1] (Sievert & Shirley 2014, as in pyLDAvis) words are
+        ranked by ``lambda log p(w|z) + (1 - lambda) log(p(w|z) / p(w))`` instead, which lifts
+        the words peculiar to a topic above those frequent everywhere; :data:`DISPLAY_RELEVANCE`
+        is what the command line and the dashboard show. The values are p(w|z) either way.
+        """
+        score = self.topic_word
+        if relevance is not None:
+            with np.errstate(divide="ignore"):
+                log_topic = np.log(self.topic_word)
+                lift = log_topic - np.log(np.maximum(self.word_distribution(), 1e-300))[:, None]
+            score = np.where(self.topic_word > 0, relevance * log_topic + (1.0 - relevance) * lift, -np.inf)
+        order = np.argsort(-score, axis=0, kind="stable")[:n]
         return {
             topic: [(self.vocabulary[i], float(self.topic_word[i, k])) for i in order[:, k]]
             for k, topic in enumerate(self.topic_ids)
@@ -78,6 +123,10 @@ class TopicSnapshot:
             "events": self.events,
             "topics": topics,
         }
+        if self.background is not None:
+            out["background_share"] = self.background_share
+            if top is None:
+                out["background"] = self.background.tolist()
         if top is None:
             out["vocabulary"] = self.vocabulary
         return out
@@ -103,6 +152,8 @@ class TopicSnapshot:
             events=list(data["events"]),
             position=data.get("position"),
             stream_time=data.get("stream_time"),
+            background=None if data.get("background") is None else np.array(data["background"], dtype=np.float64),
+            background_share=float(data.get("background_share", 0.0)),
         )
 
     @classmethod

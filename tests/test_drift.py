@@ -470,6 +470,20 @@ def test_uniform_reservoir_is_bounded_and_order_independent():
     assert [k for _, _, k in recent.items()] == [h for _, _, h in docs[-50:]]
 
 
+def test_merged_uniform_reservoirs_hold_the_whole_streams_sample():
+    from streamtopics.refinement import Reservoir
+
+    rng = np.random.default_rng(16)
+    docs = [(np.array([i % 7], np.int32), np.array([1.0]), int(h)) for i, h in enumerate(rng.integers(0, 2**63, 400))]
+    parts = [Reservoir(40, "uniform") for _ in range(3)]
+    for i, (ids, counts, h) in enumerate(docs):
+        parts[i % 3].add(ids, counts, h)  # three disjoint sub-streams
+    merged = parts[0].merge(parts[1]).merge(parts[2])
+    assert [k for _, _, k in merged.items()] == sorted(h for _, _, h in docs)[:40]  # reference: bottom-k of all
+    with pytest.raises(ValueError):
+        merged.merge(Reservoir(40, "recent"))
+
+
 # ------------------------------------------------------------------ open vocabulary
 def _as_counts(stream, d, words):
     rows = stream.documents

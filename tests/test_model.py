@@ -54,7 +54,7 @@ def test_population_matrix_gives_true_anchors_and_topics(truth):
 
 def test_streaming_equals_batch(truth):
     docs = corpus(truth, 3000, seed=1)
-    streamed = model(batch_size=97)
+    streamed = model(batch_size=97, refine_iterations=0)  # refinement has its own tests
     for row in range(docs.shape[0]):  # one document at a time, as {word: count}
         start, end = docs.indptr[row], docs.indptr[row + 1]
         streamed.learn_one({WORDS[i]: c for i, c in zip(docs.indices[start:end], docs.data[start:end])})
@@ -64,9 +64,10 @@ def test_streaming_equals_batch(truth):
     view = DenseCooccurrence(q, n_docs, df)
     anchors = select_anchors(view, K, streamed.min_document_frequency(), streamed.max_anchor_candidates,
                              streamed.projection_dim, True, streamed.seed)
-    batch = recover_topics(view, anchors)
+    batch = recover_topics(view, anchors, background=True)
     assert [WORDS[a] for a in anchors] == snapshot.anchors
     np.testing.assert_allclose(snapshot.topic_word, batch.topic_word, atol=1e-7)
+    np.testing.assert_allclose(snapshot.background, batch.background, atol=1e-7)
 
 
 def test_error_falls_as_the_stream_grows(truth):

@@ -1,0 +1,202 @@
+"""Issue 14's engine features: the background topic, the document-frequency ceiling, relevance
+ranking of displayed words, and topic identities that hold (shared anchor, top words, grace)."""
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics.alignment import align_topics, top_word_overlap
+from streamtopics.evaluation import matched_l1
+from streamtopics.inference import infer_mixtures
+from streamtopics.synthetic import semi_synthetic, separable_topics
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+V, K, BOILERPLATE = 400, 8, 5
+WORDS = [f"w{i}" for i in range(V)] + [f"bp{i}" for i in range(BOILERPLATE)]
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return separable_topics(V, K, anchor_mass=0.05, seed=11)
+
+
+def with_boilerplate(truth, n_docs, seed, share=0.3, length=150):
+    """Documents from the topics plus words common to all of them: ``share`` of every document's
+    tokens drawn from one fixed distribution over BOILERPLATE extra words (think "writes", "said")."""
+    topical, _ = semi_synthetic(truth.topic_word, n_docs, alpha=0.1, doc_length=int(length * (1 - share)), seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    common = rng.multinomial(int(length * share), np.linspace(2, 1, BOILERPLATE) / np.linspace(2, 1, BOILERPLATE).sum(),
+                             size=n_docs).astype(float)
+    return sp.hstack([topical, sp.csr_matrix(common)]).tocsr()
+
+
+def fitted(truth, **settings):
+    model = StreamingTopicModel(K, vocabulary=WORDS, seed=0, **settings)
+    model.learn_many(with_boilerplate(truth, 20000, seed=4))
+    return model, model.refresh()
+
+
+@pytest.fixture(scope="module")
+def newsgroups():
+    """4,000 posts of the 20 Newsgroups training split (bodies, as the quality benchmark reads them)."""
+    path = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
+    if not path.exists():
+        pytest.fail(f"corpus not found: {path}", pytrace=False)
+    texts = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["split"] == "train":
+                texts.append(row["text"].partition("\n\n")[2])
+            if len(texts) == 4000:
+                break
+    return texts
+
+
+def newsgroup_model(texts, **settings):
+    model = StreamingTopicModel(10, vocabulary_size=3000, warmup_documents=len(texts), seed=0, **settings)
+    model.learn_many(texts)
+    return model, model.refresh()
+
+
+def test_background_takes_the_words_common_to_all_topics_on_real_text(newsgroups):
+    _, plain = newsgroup_model(newsgroups, background_topic=False, refine_iterations=0)
+    model, snapshot = newsgroup_model(newsgroups, refine_iterations=0)
+
+    def most_shared(s):
+        top = [w for words in s.top_words(8).values() for w, _ in words]
+        return max(top.count(w) for w in set(top))
+
+    assert most_shared(plain) >= 8  # the failure the background is for: "writes" in every topic
+    assert most_shared(snapshot) <= 4
+    assert snapshot.background_share > 0.3
+    common = [snapshot.vocabulary[i] for i in np.argsort(-snapshot.background)[:10]]
+    assert {"writes", "article"} <= set(common)
+
+
+def test_background_on_a_separable_stream_takes_nothing(truth):
+    docs, _ = semi_synthetic(truth.topic_word, 20000, alpha=0.1, doc_length=150, seed=2)
+    results = {}
+    for background in (True, False):
+        model = StreamingTopicModel(K, vocabulary=WORDS[:V], background_topic=background, refine_iterations=0)
+        model.learn_many(docs)
+        results[background] = model.refresh()
+    assert results[True].background_share < 0.01
+    assert matched_l1(truth.topic_word, results[True].topic_word) < matched_l1(
+        truth.topic_word, results[False].topic_word) + 0.01
+
+
+def test_inference_explains_documents_by_topics_and_background(newsgroups):
+    model, snapshot = newsgroup_model(newsgroups)
+    document = newsgroups[7]
+    mixture = model.transform_one(document)
+    assert sum(mixture.values()) == pytest.approx(1.0)
+    columns, prior = snapshot.mixture_components()
+    assert columns.shape == (len(snapshot.vocabulary), 11) and prior.sum() == pytest.approx(1.0)
+    # reference: multiplicative KL updates by hand over topics + background from the prior, then
+    # the background's weight dropped and the topics' renormalised
+    batch, _ = model.encode_many([document])
+    counts = np.zeros(columns.shape[0])
+    np.add.at(counts, batch.indices, batch.counts)
+    theta = prior.copy()
+    for _ in range(3000):
+        p = columns @ theta
+        theta = theta * (columns.T @ np.divide(counts, p, out=np.zeros_like(p), where=p > 0)) / counts.sum()
+    expected = theta[:10] / theta[:10].sum()
+    got = np.array([mixture[t] for t in snapshot.topic_ids])
+    np.testing.assert_allclose(got, expected, atol=0.02)
+    topics_only = infer_mixtures(batch, snapshot.topic_word, snapshot.prevalence)[0]
+    assert np.abs(topics_only - expected).sum() > 0.1  # the background changes the answer
+
+
+def test_background_survives_save_load_and_json(newsgroups, tmp_path):
+    model, snapshot = newsgroup_model(newsgroups[:1500])
+    restored = StreamingTopicModel.load(model.save(tmp_path / "m.state"))
+    np.testing.assert_array_equal(restored.snapshot.background, snapshot.background)
+    assert restored.snapshot.background_share == snapshot.background_share
+    again = TopicSnapshot.from_json(snapshot.to_json())
+    np.testing.assert_array_equal(again.background, snapshot.background)
+    assert again.background_share == snapshot.background_share
+    assert restored.transform_one(newsgroups[3]) == model.transform_one(newsgroups[3])
+
+
+def test_max_df_gives_the_most_frequent_words_to_the_background(truth):
+    model, snapshot = fitted(truth, max_df=0.5)
+    df = np.asarray(model.statistics().view().document_frequency)
+    above = np.flatnonzero(df > 0.5 * model.statistics().view().n_docs)
+    assert above.size and set(above) >= set(range(V, V + 2))  # the two most common boilerplate words
+    assert np.all(snapshot.topic_word[above] == 0)
+    assert not set(snapshot.anchors) & {WORDS[i] for i in above}
+    with pytest.raises(ValueError):
+        StreamingTopicModel(K, vocabulary=WORDS, max_df=0.5, background_topic=False)
+
+
+def test_relevance_ranking_against_the_formula():
+    topic_word = np.array([[0.5, 0.5], [0.3, 0.1], [0.2, 0.0], [0.0, 0.4]])
+    snapshot = TopicSnapshot(1, 10, ["common", "a", "b", "c"], topic_word, ["a", "c"], [0, 1],
+                             np.array([0.5, 0.5]), np.array([0.1, 0.1]))
+    assert [w for w, _ in snapshot.top_words(3)[0]] == ["common", "a", "b"]
+    marginal = topic_word @ np.array([0.5, 0.5])
+    with np.errstate(divide="ignore"):
+        score = 0.2 * np.log(topic_word[:, 0]) + 0.8 * np.log(topic_word[:, 0] / marginal)
+    expected = [snapshot.vocabulary[i] for i in np.argsort(-score, kind="stable")[:3]]
+    ranked = snapshot.top_words(3, relevance=0.2)[0]
+    assert [w for w, _ in ranked] == expected == ["b", "a", "common"]
+    assert dict(ranked)["b"] == 0.2  # values stay p(w|z)
+
+
+# ------------------------------------------------------------------------------- identities
+def columns(*tops, n_words=30):
+    """Topics as columns: each puts most of its mass on its listed words."""
+    out = np.full((n_words, len(tops)), 0.1 / n_words)
+    for k, words in enumerate(tops):
+        out[list(words), k] += 0.9 / len(words)
+    return out / out.sum(axis=0)
+
+
+def test_a_topic_keeps_its_id_on_the_same_anchor_however_far_it_moved():
+    old = columns(range(0, 5), range(5, 10), range(10, 15))
+    new = columns(range(20, 25), range(5, 10), range(10, 15))  # topic 7's words all changed
+    plain = align_topics(old, [7, 8, 9], new, next_id=10)
+    assert plain.topic_ids == [10, 8, 9] and plain.births == [10] and plain.deaths == [7]
+    anchored = align_topics(old, [7, 8, 9], new, 10, previous_anchors=["a", "b", "c"], current_anchors=["a", "b", "c"])
+    assert anchored.topic_ids == [7, 8, 9] and not anchored.births and not anchored.deaths
+
+
+def test_a_topic_keeps_its_id_on_most_of_its_top_words():
+    old = columns(range(0, 10), range(10, 20), range(20, 30))
+    new = columns(list(range(0, 6)) + [10, 20, 21, 22], range(10, 20), range(20, 30))
+    overlap = top_word_overlap(old, new, 10)
+    assert overlap[0, 0] >= 0.5 and overlap.shape == (3, 3)
+    assert align_topics(old, [1, 2, 3], new, 4, match_threshold=0.01, min_overlap=1.01).topic_ids == [4, 2, 3]
+    kept = align_topics(old, [1, 2, 3], new, 4, match_threshold=0.01, min_overlap=0.5)
+    assert kept.topic_ids[0] == 1  # mutual nearest and 6 of 10 top words shared
+
+
+def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth):
+    docs = with_boilerplate(truth, 6000, seed=9)
+    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, death_grace=1)
+    model.learn_many(docs)
+    first = model.refresh()
+    lost = first.topic_ids[0]
+    # hide topic `lost` from one snapshot by publishing a recovery without its column
+    from streamtopics.refresh import recover_topics
+
+    view = model.statistics().view()
+    anchors = np.array([model.vocabulary[w] for w in first.anchors])
+    keep = np.arange(1, K)
+    partial = recover_topics(view, anchors[keep], background=True)
+    gone = model._publish(partial, None, None)
+    assert lost not in gone.topic_ids and not [e for e in gone.events if e["type"] in ("birth", "death")]
+    back = model.refresh()
+    assert lost in back.topic_ids and not [e for e in back.events if e["type"] in ("birth", "death")]
+    model._publish(partial, None, None)
+    model._publish(partial, None, None)
+    death = [e for e in model.snapshot.events if e["type"] == "death"]
+    assert death == [{"type": "death", "topic": lost, "anchor": first.anchors[0],
+                      "words": [w for w, _ in back.top_words(8, relevance=0.6)[lost]]}]
