@@ -21,6 +21,8 @@ import click
 from tqdm import tqdm
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics.snapshot import DISPLAY_RELEVANCE
+from streamtopics.text import Tokenizer, english_stop_words
 from streamtopics.state import CorruptStateError
 
 from . import builtin_corpus
@@ -134,7 +136,7 @@ def _format_time(seconds: float | None) -> str:
 
 def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
     """Topics as aligned text rows (id, prevalence, anchor, top words), most prevalent first."""
-    top = snapshot.top_words(words)
+    top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     order = sorted(range(snapshot.n_topics), key=lambda k: (-snapshot.prevalence[k], snapshot.topic_ids[k]))
     width = max([len("anchor")] + [len(a) for a in snapshot.anchors])
     rows = [f"{'id':>4}  {'prev':>6}  {'anchor':<{width}}  top words"]
@@ -147,7 +149,7 @@ def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
     """One line per birth and change in ``snapshot.events``, one for all deaths."""
-    top = snapshot.top_words(words)
+    top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
     for event in snapshot.events:
         topic = event["topic"]
@@ -155,8 +157,11 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
         if event["type"] == "birth":
             lines.append(f"  + birth   topic {topic:<4} anchor {event['anchor']!r}{tail}")
         elif event["type"] == "change":
+            moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
+                             + [f"-{w}" for w in event.get("words_out", [])[:3]])
             lines.append(f"  ~ change  topic {topic:<4} anchor {event['anchor_before']!r} -> "
-                         f"{event['anchor_after']!r}, moved {event['distance']:.2f}{tail}")
+                         f"{event['anchor_after']!r}, moved {event['distance']:.2f}{tail}"
+                         + (f"  ({moved})" if moved else ""))
     deaths = sorted(e["topic"] for e in snapshot.events if e["type"] == "death")
     if deaths:
         lines.append(f"  - death   topic{'s' if len(deaths) > 1 else ''} {', '.join(map(str, deaths))}")
@@ -240,6 +245,39 @@ def model_options(function):
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def topic_options(function):
+    """What the topics are made of: stop words, document-frequency limits, identity matching."""
+    options = [
+        click.option("--stop-words", "stop_words_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     metavar="FILE", help="More stop words, one per line, added to the built-in English list."),
+        click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
+                     help="Words in more than this fraction of the documents belong to the background, never "
+                          "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
+                          "Default: no ceiling."),
+        click.option("--min-df", type=click.IntRange(min=1), metavar="N",
+                     help="Documents a word must occur in to be a candidate anchor (default: grows with the "
+                          "stream, see README)."),
+        click.option("--match-threshold", type=click.FloatRange(min=0, min_open=True), default=0.5,
+                     show_default=True, metavar="X",
+                     help="A topic keeps its id when its words moved less than X times the median distance "
+                          "between two topics (it also keeps it on the same anchor or most of its top words)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def topic_settings(stop_words_file, max_df, min_df, match_threshold) -> dict:
+    """StreamingTopicModel keyword arguments from :func:`topic_options`."""
+    settings = {"max_df": max_df, "match_threshold": match_threshold}
+    if min_df is not None:
+        settings["anchor_min_df"] = min_df
+    if stop_words_file is not None:
+        extra = stop_words_file.read_text(encoding="utf-8").split()
+        settings["tokenizer"] = Tokenizer(stop_words=english_stop_words() | {w.lower() for w in extra})
+    return settings
 
 
 # ---------------------------------------------------------------------------------- replay
@@ -383,6 +421,7 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
               help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
                    "Default: as fast as possible.")
 @model_options
+@topic_options
 @click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
               help="Forget: a document's weight halves every N documents after it (default: exact sums).")
 @click.option("--half-life-time", type=_duration, metavar="DURATION",
@@ -402,8 +441,8 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
 @serve_options
 @click.option("--keep-serving", is_flag=True, help="With --serve: keep serving after the replay ends, until Ctrl-C.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, half_life,
-           half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
+           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, stop_words_file,
+           max_df, min_df, match_threshold, half_life, half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
            allow_remote, keep_serving):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
@@ -443,7 +482,7 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
-                                    **forgetting)
+                                    **forgetting, **topic_settings(stop_words_file, max_df, min_df, match_threshold))
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
         engine = Replay(model, opened, out, every_documents=snapshot_every, every_seconds=snapshot_interval,

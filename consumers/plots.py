@@ -27,6 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from streamtopics import TopicSnapshot  # noqa: E402
+from streamtopics.snapshot import DISPLAY_RELEVANCE  # noqa: E402
 
 KINDS = ("prevalence", "top_words")
 FORMATS = (".png", ".svg", ".pdf")
@@ -106,7 +107,7 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
 def plot_top_words(file: Path, out_path: Path, top_n: int = 10, max_topics: int | None = None,
                    title: str | None = None) -> Path:
     snapshot = TopicSnapshot.load(file)
-    top = snapshot.top_words(top_n)
+    top = snapshot.top_words(top_n, DISPLAY_RELEVANCE)
     order = sorted(range(snapshot.n_topics), key=lambda k: -snapshot.prevalence[k])[:max_topics]
     columns = min(4, len(order))
     rows = math.ceil(len(order) / columns)

@@ -164,7 +164,8 @@ def test_events_across_snapshots(run_dir):
     assert result.stdout.count("+ birth") >= 3
     events = [json.loads(line) for line in cli("events", out, "--json", "--type", "birth").stdout.splitlines()]
     assert events[:3] == [{"snapshot": 1, "documents": 80, "stream_time": None, "type": "birth", "topic": t,
-                           "anchor": events[t]["anchor"]} for t in range(3)]
+                           "anchor": events[t]["anchor"], "words": events[t]["words"]} for t in range(3)]
+    assert all(len(e["words"]) == 8 and e["anchor"] in e["words"] for e in events[:3])  # a birth says what it is
 
 
 def test_infer_from_stdin_and_from_an_archive(run_dir, tmp_path):
