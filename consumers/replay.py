@@ -1,6 +1,6 @@
 """Replay an archived stream through a model: snapshots on a schedule, resumable, reproducible.
 
-A :class:`Replay` reads a :class:`~consumers.sources.Source` flat out, or paced by the
+A :class:`Replay` reads a :class:`~consumers.records.Source` flat out, or paced by the
 documents' timestamps (``speed=60``: one hour of stream per minute), feeds every document to a
 :class:`~streamtopics.StreamingTopicModel`, and refreshes it every N documents and/or every
 interval of *stream* time. Each refresh is written to the run directory as
@@ -30,7 +30,8 @@ from typing import Callable
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.state import atomic_write_bytes
 
-from .sources import Malformed, Source, open_source
+from .records import Malformed, Source
+from .sources import open_source
 
 CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "streamtopics-replay-checkpoint"
@@ -88,7 +89,7 @@ class Replay:
         ``on_snapshot(snapshot, path)`` after each snapshot is written; its ``events`` are the
         births, deaths and changes since the previous one.
     on_malformed
-        ``on_malformed(item)`` for each :class:`~consumers.sources.Malformed` record.
+        ``on_malformed(item)`` for each :class:`~consumers.records.Malformed` record.
 
     Scheduled refreshes wait until the model has built its vocabulary (``warmup_documents``);
     the final one does not. The replay owns the refresh schedule: leave the model's own

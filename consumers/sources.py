@@ -40,33 +40,9 @@ from typing import Iterator, Mapping
 import numpy as np
 import zstandard
 
+from .records import Malformed, Record, Source, SourceError
+
 FORMATS = ("auto", "jsonl", "csv", "tsv", "lines", "dir", "uci", "kafka", "builtin")
-
-
-class SourceError(ValueError):
-    """An archive that cannot be read as asked: bad path, format, field or option."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One archived document: raw text, or ``{word: count}`` for bag-of-words archives."""
-
-    document: str | dict
-    key: str | int | None = None
-    timestamp: float | None = None  # seconds since the epoch
-
-
-@dataclass(frozen=True)
-class Malformed:
-    """A record that could not be read: ``where`` is ``file:line`` (or a Kafka offset),
-    ``reason`` a short fixed phrase that summaries count by, ``detail`` the particulars."""
-
-    where: str
-    reason: str
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.reason} ({self.detail})" if self.detail else f"{self.where}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -255,25 +231,6 @@ class _File:
 def _stem(path: Path) -> str:
     """File name without a compression suffix: ``a.jsonl.gz`` -> ``a.jsonl``."""
     return path.name[: -len(path.suffix)] if path.suffix in (".gz", ".zst") else path.name
-
-
-class Source:
-    """Base class: iterate to get :class:`Record` and :class:`Malformed` items."""
-
-    position = 0
-    spec: dict = {}
-
-    def __iter__(self) -> Iterator[Record | Malformed]:
-        raise NotImplementedError
-
-    def progress(self) -> tuple[int, int | None, str]:
-        """``(done, total, unit)`` for a progress bar; total is None when unknown."""
-        return self.position, None, "docs"
-
-    @property
-    def name(self) -> str:
-        """A short label (file name, topic) that snapshots and reports use."""
-        return str(self.spec.get("path", ""))
 
 
 class _LineSource(Source):
@@ -791,7 +748,7 @@ def open_source(path: str, format: str = "auto", *, text_fields=None, id_field: 
     if format == "uci":
         return UciSource(path, start)
     if format == "builtin":
-        from .builtin_corpus import BuiltinCorpus
+        from .builtin_corpus import BuiltinCorpus  # imports the library: only when asked for
 
         return BuiltinCorpus(start)
     kafka_fields = fields if text_fields else None
