@@ -23,10 +23,11 @@ from tqdm import tqdm
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.state import CorruptStateError
 
-from . import builtin_corpus
+from . import builtin_corpus, reasons
 from .consume_command import consume
 from .replay import CheckpointError, Replay, model_path, read_checkpoint
-from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url, parse_time
+from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url
+from .times import parse_time
 
 EXIT_CODES = """\b
 Exit codes:
@@ -628,7 +629,7 @@ def _stdin_records():
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as error:
-            yield Malformed(f"<stdin>:{line}", "not UTF-8", f"byte {error.start + 1} of the line")
+            yield Malformed(f"<stdin>:{line}", reasons.NOT_UTF8, f"byte {error.start + 1} of the line")
             continue
         if text.strip():
             yield Record(text, line)

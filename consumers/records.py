@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from .reasons import MESSAGES
+
 
 class SourceError(ValueError):
     """An archive that cannot be read as asked: bad path, format, field or option."""
@@ -26,14 +28,15 @@ class Record:
 @dataclass(frozen=True)
 class Malformed:
     """A record that could not be read: ``where`` is ``file:line`` (or a Kafka offset),
-    ``reason`` a short fixed phrase that summaries count by, ``detail`` the particulars."""
+    ``reason`` a code of :mod:`consumers.reasons` that summaries count by, ``detail`` the particulars."""
 
     where: str
     reason: str
     detail: str = ""
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.reason} ({self.detail})" if self.detail else f"{self.where}: {self.reason}"
+        message = MESSAGES[self.reason]
+        return f"{self.where}: {message} ({self.detail})" if self.detail else f"{self.where}: {message}"
 
 
 class Source:
