@@ -26,6 +26,7 @@ from streamtopics.state import CorruptStateError
 from . import builtin_corpus, reasons
 from .consume_command import consume
 from .replay import CheckpointError, Replay, model_path, read_checkpoint
+from .snapshot_directory import SnapshotDirectory
 from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url
 from .times import parse_time
 
@@ -244,11 +245,11 @@ def model_options(function):
 
 
 # ---------------------------------------------------------------------------------- replay
-_REPLAY_FILES = ("snapshot-*.json", "checkpoint.json", "checkpoint-*.npz")
+_REPLAY_FILES = ("checkpoint.json", "checkpoint-*.npz")
 
 
 def _prepare_out(out: Path, force: bool) -> None:
-    existing = [p for pattern in _REPLAY_FILES for p in out.glob(pattern)]
+    existing = SnapshotDirectory(out).files() + [p for pattern in _REPLAY_FILES for p in out.glob(pattern)]
     if existing and not force:
         raise BadInput(f"{out} already holds a replay: add --resume to continue it or --force to start over")
     for path in existing:
@@ -361,7 +362,7 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
     echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
          f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
          f"checkpoints {summary.checkpoint_s:.1f} s)")
-    snapshots = sorted(out.glob("snapshot-*.json"))
+    snapshots = SnapshotDirectory(out).files()
     if snapshots:
         echo(f"snapshots: {len(snapshots)} in {out} ({snapshots[0].name} .. {snapshots[-1].name})")
     if summary.stopped:
@@ -567,7 +568,7 @@ def plot(path, out_path, kind, top_n, max_topics):
 # ---------------------------------------------------------------------------------- topics, events
 def _snapshot_files(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(path.glob("snapshot-*.json"))
+        files = SnapshotDirectory(path).files()
         if not files:
             raise BadInput(f"{path}: no snapshot-*.json files")
         return files
