@@ -35,7 +35,7 @@ class Malformed:
     detail: str = ""
 
     def __str__(self) -> str:
-        message = MESSAGES[self.reason]
+        message = MESSAGES.get(self.reason, self.reason)  # a Source defined elsewhere may bring its own
         return f"{self.where}: {message} ({self.detail})" if self.detail else f"{self.where}: {message}"
 
 
