@@ -43,7 +43,7 @@ import numpy as np
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
-from consumers.broker import KafkaBroker
+from devtools.kafka_broker import KafkaBroker
 from consumers.checkpoint import CheckpointStore
 from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary

@@ -161,7 +161,7 @@ def main() -> None:
     rates, costs = [], []
     try:
         if args.part in ("all", "throughput"):
-            from consumers.broker import KafkaBroker
+            from devtools.kafka_broker import KafkaBroker
             print(f"\nThroughput: {args.docs} 20newsgroups posts, 4 partitions, V = {args.throughput_words}, "
                   f"K = {args.throughput_topics}, checkpoints every 2 s\n")
             print("| workers | documents | seconds | documents/s | start-up s (not counted) |")

@@ -27,7 +27,7 @@ from typing import Iterator
 from streamtopics import Tokenizer
 from streamtopics.text import english_stop_words
 
-from .sources import Record, Source
+from .records import Record, Source
 
 SKIPPED = frozenset({"test", "tests", "idle_test", "idlelib", "turtledemo", "encodings", "pydoc_data",
                      "site-packages", "dist-packages", "__pycache__", "__phello__", "lib2to3"})
@@ -93,7 +93,7 @@ def tokenizer() -> Tokenizer:
 
 
 class BuiltinCorpus(Source):
-    """The standard library's docstrings as a :class:`~consumers.sources.Source`.
+    """The standard library's docstrings as a :class:`~consumers.records.Source`.
 
     Records are keyed by ``module:Qualified.name`` (``#2``, ``#3`` for a name defined again,
     e.g. a property's setter); position = documents consumed.

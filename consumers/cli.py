@@ -25,10 +25,12 @@ from streamtopics.snapshot import DISPLAY_RELEVANCE
 from streamtopics.text import Tokenizer, english_stop_words
 from streamtopics.state import CorruptStateError
 
-from . import builtin_corpus
+from . import builtin_corpus, reasons
 from .consume_command import consume
 from .replay import CheckpointError, Replay, model_path, read_checkpoint
-from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url, parse_time
+from .snapshot_directory import SnapshotDirectory
+from .sources import FORMATS, Malformed, Record, SourceError, open_source, parse_kafka_url
+from .times import parse_time
 
 EXIT_CODES = """\b
 Exit codes:
@@ -281,11 +283,11 @@ def topic_settings(stop_words_file, max_df, min_df, match_threshold) -> dict:
 
 
 # ---------------------------------------------------------------------------------- replay
-_REPLAY_FILES = ("snapshot-*.json", "checkpoint.json", "checkpoint-*.npz")
+_REPLAY_FILES = ("checkpoint.json", "checkpoint-*.npz")
 
 
 def _prepare_out(out: Path, force: bool) -> None:
-    existing = [p for pattern in _REPLAY_FILES for p in out.glob(pattern)]
+    existing = SnapshotDirectory(out).files() + [p for pattern in _REPLAY_FILES for p in out.glob(pattern)]
     if existing and not force:
         raise BadInput(f"{out} already holds a replay: add --resume to continue it or --force to start over")
     for path in existing:
@@ -398,7 +400,7 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
     echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
          f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
          f"checkpoints {summary.checkpoint_s:.1f} s)")
-    snapshots = sorted(out.glob("snapshot-*.json"))
+    snapshots = SnapshotDirectory(out).files()
     if snapshots:
         echo(f"snapshots: {len(snapshots)} in {out} ({snapshots[0].name} .. {snapshots[-1].name})")
     if summary.stopped:
@@ -605,7 +607,7 @@ def plot(path, out_path, kind, top_n, max_topics):
 # ---------------------------------------------------------------------------------- topics, events
 def _snapshot_files(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(path.glob("snapshot-*.json"))
+        files = SnapshotDirectory(path).files()
         if not files:
             raise BadInput(f"{path}: no snapshot-*.json files")
         return files
@@ -667,7 +669,7 @@ def _stdin_records():
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as error:
-            yield Malformed(f"<stdin>:{line}", "not UTF-8", f"byte {error.start + 1} of the line")
+            yield Malformed(f"<stdin>:{line}", reasons.NOT_UTF8, f"byte {error.start + 1} of the line")
             continue
         if text.strip():
             yield Record(text, line)

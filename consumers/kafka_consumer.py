@@ -54,6 +54,7 @@ from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabula
 from .checkpoint import CheckpointStore, Offsets
 from .messages import FORMATS, MessageDecoder
 from .signals import install_graceful_stop
+from .snapshot_directory import SnapshotDirectory
 
 log = logging.getLogger("streamtopics.consumer")
 
@@ -397,8 +398,10 @@ class Outputs:
         self.config = config
         self.metrics = metrics
         self.producer: KafkaProducer | None = None
+        self.snapshots = None
         if config.snapshot_dir:
-            Path(config.snapshot_dir).mkdir(parents=True, exist_ok=True)
+            self.snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
+            self.snapshots.path.mkdir(parents=True, exist_ok=True)
 
     @property
     def needs_producer(self) -> bool:
@@ -423,12 +426,8 @@ class Outputs:
 
     def snapshot(self, snapshot: TopicSnapshot) -> None:
         c = self.config
-        if c.snapshot_dir:
-            directory = Path(c.snapshot_dir)
-            snapshot.save(directory / f"snapshot-{snapshot.version:06d}.json")  # as replay writes them
-            if c.keep_snapshots:
-                for old in sorted(directory.glob("snapshot-[0-9]*.json"))[: -c.keep_snapshots]:
-                    old.unlink(missing_ok=True)
+        if self.snapshots is not None:
+            self.snapshots.save(snapshot)
         if c.snapshot_topic:
             self._send(c.snapshot_topic, c.model_name.encode(), snapshot.to_json(c.snapshot_top_words).encode())
 

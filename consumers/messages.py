@@ -9,8 +9,8 @@ anything else is text.
 
 What this module checks is the message *envelope*; the model checks the document itself (empty
 after tokenization, too short, unknown words, bad tokens or counts) and rejects it with its own
-reason. A bad envelope becomes a :class:`~streamtopics.Rejection` with one of
-:data:`MESSAGE_REJECTION_REASONS`, never an exception, so the stream goes on.
+reason. A bad envelope becomes a :class:`~streamtopics.Rejection` with a code of
+:mod:`consumers.reasons`, never an exception, so the stream goes on.
 
 >>> decoder = MessageDecoder()
 >>> decoder.decode(b'{"id": "a1", "text": "Goal! A late goal wins the match"}')
@@ -27,19 +27,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-import math
-from datetime import datetime, timezone
 
 from streamtopics.documents import Rejection
 
-#: Why a message is not even a document (the model adds its own reasons after tokenization).
-MESSAGE_REJECTION_REASONS = (
-    "oversized",  # value larger than max_bytes
-    "undecodable",  # no value (tombstone), or JSON of the wrong shape or type
-    "not_utf8",  # bytes that are not UTF-8
-    "malformed_json",  # JSON expected but the value does not parse
-    "missing_field",  # a JSON object without the text, tokens or counts field
-)
+from . import reasons
+from .times import parse_time
 
 FORMATS = ("auto", "json", "text")
 
@@ -65,7 +57,7 @@ class MessageDecoder:
         Names of the JSON fields holding the document.
     id_field, timestamp_field
         Optional JSON fields: the document key (string or integer) and the document time
-        (seconds since the epoch, or an ISO 8601 string). ``None`` ignores them.
+        (seconds since the epoch, as a number or a string, or ISO 8601). ``None`` ignores them.
     max_bytes
         Larger values are rejected as ``"oversized"`` before any decoding.
     """
@@ -84,61 +76,41 @@ class MessageDecoder:
     def decode(self, value: bytes | None, key: bytes | None = None) -> DecodedMessage | Rejection:
         """The document in ``value`` keyed by ``key`` (the Kafka message key), or why not."""
         if value is None:
-            return Rejection("undecodable", "no value (tombstone)")
+            return Rejection(reasons.UNDECODABLE, "no value (tombstone)")
         if len(value) > self.max_bytes:
-            return Rejection("oversized", f"{len(value)} bytes > {self.max_bytes}")
+            return Rejection(reasons.OVERSIZED, f"{len(value)} bytes > {self.max_bytes}")
         try:
             text = bytes(value).decode("utf-8")
         except UnicodeDecodeError as error:
-            return Rejection("not_utf8", f"invalid UTF-8 at byte {error.start}")
+            return Rejection(reasons.NOT_UTF8, f"invalid UTF-8 at byte {error.start}")
         if self.format == "text" or (self.format == "auto" and not text.lstrip().startswith("{")):
             return DecodedMessage(text, key, None)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
-            return Rejection("malformed_json", f"{error.msg} at char {error.pos}")
+            return Rejection(reasons.MALFORMED_JSON, f"{error.msg} at char {error.pos}")
         if not isinstance(data, dict):
-            return Rejection("undecodable", f"expected a JSON object, got {type(data).__name__}")
+            return Rejection(reasons.UNDECODABLE, f"expected a JSON object, got {type(data).__name__}")
         return self._from_object(data, key)
 
     def _from_object(self, data: dict, key) -> DecodedMessage | Rejection:
         field = next((f for f in self.document_fields if f in data), None)
         if field is None:
-            return Rejection("missing_field", f"none of {list(self.document_fields)} present")
+            return Rejection(reasons.MISSING_FIELD, f"none of {list(self.document_fields)} present")
         document = data[field]
         expected = (str, list, dict)[self.document_fields.index(field)]
         if not isinstance(document, expected):
-            return Rejection("undecodable", f"field {field!r} must be {expected.__name__}, "
-                                            f"got {type(document).__name__}")
+            return Rejection(reasons.UNDECODABLE, f"field {field!r} must be {expected.__name__}, "
+                                                  f"got {type(document).__name__}")
         if self.id_field is not None and data.get(self.id_field) is not None:
             key = data[self.id_field]
             if isinstance(key, bool) or not isinstance(key, (str, int)):
-                return Rejection("undecodable", f"id field {self.id_field!r} must be a string or integer")
+                return Rejection(reasons.UNDECODABLE, f"id field {self.id_field!r} must be a string or integer")
         timestamp = None
         if self.timestamp_field is not None and data.get(self.timestamp_field) is not None:
-            timestamp = parse_timestamp(data[self.timestamp_field])
-            if timestamp is None:
-                return Rejection("undecodable", f"timestamp {data[self.timestamp_field]!r} is neither "
-                                                "a number nor ISO 8601")
+            try:
+                timestamp = parse_time(data[self.timestamp_field])
+            except ValueError as error:
+                return Rejection(reasons.UNDECODABLE, f"timestamp field {self.timestamp_field!r}: {error}")
         return DecodedMessage(document, key, timestamp)
 
-
-def parse_timestamp(value) -> float | None:
-    """Seconds since the epoch from a number or an ISO 8601 string (UTC if no zone); else None.
-
-    >>> parse_timestamp("1970-01-02T00:00:00Z"), parse_timestamp(86400), parse_timestamp("soon")
-    (86400.0, 86400.0, None)
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return parsed.timestamp()
-    return None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,9 +28,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from streamtopics import TopicSnapshot  # noqa: E402
 from streamtopics.snapshot import DISPLAY_RELEVANCE  # noqa: E402
 
+from .snapshot_directory import SnapshotDirectory  # noqa: E402
+
 KINDS = ("prevalence", "top_words")
 FORMATS = (".png", ".svg", ".pdf")
-SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)\.json")
 LABELLED = 12  # topics named in the prevalence legend (the most prevalent at the end)
 
 
@@ -42,10 +42,10 @@ def snapshot_files(path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise FileNotFoundError(f"no such file or directory: {path}")
-    files = sorted((int(m.group(1)), p) for p in path.iterdir() if (m := SNAPSHOT_FILE.fullmatch(p.name)))
+    files = SnapshotDirectory(path).files()
     if not files:
         raise FileNotFoundError(f"{path}: no snapshot-*.json files")
-    return [p for _, p in files]
+    return files
 
 
 PALETTE = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]  # no greys

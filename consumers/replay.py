@@ -1,11 +1,11 @@
 """Replay an archived stream through a model: snapshots on a schedule, resumable, reproducible.
 
-A :class:`Replay` reads a :class:`~consumers.sources.Source` flat out, or paced by the
+A :class:`Replay` reads a :class:`~consumers.records.Source` flat out, or paced by the
 documents' timestamps (``speed=60``: one hour of stream per minute), feeds every document to a
 :class:`~streamtopics.StreamingTopicModel`, and refreshes it every N documents and/or every
-interval of *stream* time. Each refresh is written to the run directory as
-``snapshot-000001.json``, ``snapshot-000002.json``, ... (:meth:`TopicSnapshot.save`); a final one
-covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
+interval of *stream* time. Each refresh is written to the run directory, a
+:class:`~consumers.snapshot_directory.SnapshotDirectory` (``snapshot-000001.json``, ...); a final
+one covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
 archive and options give byte-identical snapshot files.
 
 A checkpoint (the model saved with :meth:`StreamingTopicModel.save` plus the archive position
@@ -30,7 +30,9 @@ from typing import Callable
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.state import atomic_write_bytes
 
-from .sources import Malformed, Source, open_source
+from .records import Malformed, Source
+from .snapshot_directory import SnapshotDirectory
+from .sources import open_source
 
 CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "streamtopics-replay-checkpoint"
@@ -88,7 +90,7 @@ class Replay:
         ``on_snapshot(snapshot, path)`` after each snapshot is written; its ``events`` are the
         births, deaths and changes since the previous one.
     on_malformed
-        ``on_malformed(item)`` for each :class:`~consumers.sources.Malformed` record.
+        ``on_malformed(item)`` for each :class:`~consumers.records.Malformed` record.
 
     Scheduled refreshes wait until the model has built its vocabulary (``warmup_documents``);
     the final one does not. The replay owns the refresh schedule: leave the model's own
@@ -106,6 +108,7 @@ class Replay:
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.model, self.source, self.out_dir = model, source, Path(out_dir)
+        self.snapshots = SnapshotDirectory(self.out_dir)
         self.every_documents, self.every_seconds = every_documents, every_seconds
         self.speed, self.checkpoint_every = speed, checkpoint_every
         self.on_snapshot, self.on_malformed = on_snapshot, on_malformed
@@ -189,7 +192,7 @@ class Replay:
         t0 = self._clock()
         snapshot = self.model.refresh(position={"documents": self.documents, "archive": position},
                                       stream_time=self.stream_time)
-        path = snapshot.save(self.out_dir / f"snapshot-{snapshot.version:06d}.json")
+        path = self.snapshots.save(snapshot)
         self._since_snapshot = 0
         summary.snapshots.append(path)
         summary.refresh_s += self._clock() - t0

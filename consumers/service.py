@@ -47,7 +47,6 @@ import ipaddress
 import json
 import logging
 import math
-import os
 import re
 import socket
 import threading
@@ -65,6 +64,7 @@ from starlette.routing import Route
 from streamtopics import TopicSnapshot
 
 from .metrics import CONTENT_TYPE, ServiceMetrics
+from .snapshot_directory import SnapshotDirectory
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,6 @@ DEFAULT_EVENTS = 100
 HISTORY_KEPT = 1000       # snapshots remembered (prevalence only; the full matrix of the latest)
 EVENTS_KEPT = 5000
 EVENT_TYPES = ("birth", "death", "change")
-SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)\.json")
 STATIC = Path(__file__).with_name("static")
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 
@@ -243,7 +242,7 @@ class LiveSource(TopicSource):
 
 
 class SnapshotDirectorySource(TopicSource):
-    """The snapshots a replay or consumer writes to ``path`` (``snapshot-000001.json``, ...),
+    """The snapshots a replay or consumer writes to ``path`` (a :class:`SnapshotDirectory`),
     re-read when new files appear (checked at most every ``min_poll_interval`` seconds, when a
     request comes). With ``stall_after`` the source counts as stalled when no snapshot file has
     been written for that many seconds (leave it None for a finished run). Only the latest
@@ -255,6 +254,7 @@ class SnapshotDirectorySource(TopicSource):
     def __init__(self, path, *, stall_after: float | None = None, min_poll_interval: float = 0.5, **options):
         super().__init__(stall_after=stall_after, **options)
         self.path = Path(path)
+        self.snapshots = SnapshotDirectory(self.path)
         self.min_poll_interval = float(min_poll_interval)
         self._seen: dict[str, float] = {}   # file name -> mtime when read
         self._polled = -math.inf
@@ -263,19 +263,13 @@ class SnapshotDirectorySource(TopicSource):
         self.unreadable: dict[str, str] = {}
 
     def _files(self) -> list[tuple[int, str, float]]:
-        try:
-            entries = list(os.scandir(self.path))
-        except OSError:
-            return []
         files = []
-        for entry in entries:
-            match = SNAPSHOT_FILE.fullmatch(entry.name)
-            if match and entry.is_file():
-                try:
-                    files.append((int(match.group(1)), entry.name, entry.stat().st_mtime))
-                except OSError:
-                    continue
-        return sorted(files)
+        for path in self.snapshots.files():
+            try:
+                files.append((SnapshotDirectory.version_of(path), path.name, path.stat().st_mtime))
+            except OSError:
+                continue
+        return files
 
     def poll(self, force: bool = False) -> None:
         now = time.monotonic()

@@ -33,40 +33,17 @@ import itertools
 import json
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Mapping
 
 import numpy as np
 import zstandard
 
+from . import reasons
+from .records import Malformed, Record, Source, SourceError
+from .times import parse_time
+
 FORMATS = ("auto", "jsonl", "csv", "tsv", "lines", "dir", "uci", "kafka", "builtin")
-
-
-class SourceError(ValueError):
-    """An archive that cannot be read as asked: bad path, format, field or option."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One archived document: raw text, or ``{word: count}`` for bag-of-words archives."""
-
-    document: str | dict
-    key: str | int | None = None
-    timestamp: float | None = None  # seconds since the epoch
-
-
-@dataclass(frozen=True)
-class Malformed:
-    """A record that could not be read: ``where`` is ``file:line`` (or a Kafka offset),
-    ``reason`` a short fixed phrase that summaries count by, ``detail`` the particulars."""
-
-    where: str
-    reason: str
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.reason} ({self.detail})" if self.detail else f"{self.where}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -89,11 +66,12 @@ class Fields:
         for name in self.text:
             value = row.get(name)
             if value is not None and not isinstance(value, str):
-                return Malformed(where(), "text field not a string", f"{name!r} is {type(value).__name__}")
+                return Malformed(where(), reasons.UNDECODABLE,
+                                 f"text field {name!r} is {type(value).__name__}, not a string")
             if value is not None:
                 parts.append(value)
         if not parts and not any(name in row for name in self.text):
-            return Malformed(where(), "missing text field", " or ".join(map(repr, self.text)))
+            return Malformed(where(), reasons.MISSING_FIELD, "text field " + " or ".join(map(repr, self.text)))
         key = row.get(self.id) if self.id else None
         if key == "":
             key = None
@@ -104,53 +82,14 @@ class Fields:
             try:
                 timestamp = parse_time(row[self.time], self.time_format)
             except KeyError:
-                return Malformed(where(), "missing time field", repr(self.time))
+                return Malformed(where(), reasons.MISSING_FIELD, f"time field {self.time!r}")
             except ValueError as error:
-                return Malformed(where(), "bad time", f"{self.time!r}: {error}")
+                return Malformed(where(), reasons.UNDECODABLE, f"time field {self.time!r}: {error}")
         return Record(parts[0] if len(parts) == 1 else "\n".join(parts), key, timestamp)
 
     def to_dict(self) -> dict:
         return {"text_fields": list(self.text), "id_field": self.id, "time_field": self.time,
                 "time_format": self.time_format}
-
-
-def parse_time(value, time_format: str | None = None) -> float:
-    """Seconds since the epoch from a number, an ISO 8601 string or a ``strptime`` format.
-
-    >>> parse_time("1987-02-26T15:01:01Z"), parse_time(3600), parse_time("3600.5")
-    (541350061.0, 3600.0, 3600.5)
-    >>> parse_time("26-FEB-1987 15:01:01.79 RM", "%d-%b-%Y %H:%M:%S.%f")
-    541350061.79
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{value!r} is not a time")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if time_format:
-        moment = _strptime_prefix(value, time_format)
-    else:
-        try:
-            return float(value)
-        except ValueError:
-            pass
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{value!r} is not a number or an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
-def _strptime_prefix(value: str, time_format: str) -> datetime:
-    """``strptime`` that ignores text after the time (archives append codes to dates)."""
-    try:
-        return datetime.strptime(value, time_format)
-    except ValueError as error:
-        prefix = "unconverted data remains: "
-        if not str(error).startswith(prefix):
-            raise
-        return datetime.strptime(value[: len(value) - len(str(error)[len(prefix):])], time_format)
 
 
 # ---------------------------------------------------------------------------------- files
@@ -257,25 +196,6 @@ def _stem(path: Path) -> str:
     return path.name[: -len(path.suffix)] if path.suffix in (".gz", ".zst") else path.name
 
 
-class Source:
-    """Base class: iterate to get :class:`Record` and :class:`Malformed` items."""
-
-    position = 0
-    spec: dict = {}
-
-    def __iter__(self) -> Iterator[Record | Malformed]:
-        raise NotImplementedError
-
-    def progress(self) -> tuple[int, int | None, str]:
-        """``(done, total, unit)`` for a progress bar; total is None when unknown."""
-        return self.position, None, "docs"
-
-    @property
-    def name(self) -> str:
-        """A short label (file name, topic) that snapshots and reports use."""
-        return str(self.spec.get("path", ""))
-
-
 class _LineSource(Source):
     """Sources that read a file line by line: position = lines consumed."""
 
@@ -303,7 +223,7 @@ class _LineSource(Source):
                     yield item
         except ArchiveError as error:
             self.position = line + 1
-            yield Malformed(f"{self.path}:{line + 1}", "truncated or corrupt archive", str(error))
+            yield Malformed(f"{self.path}:{line + 1}", reasons.TRUNCATED_ARCHIVE, str(error))
         finally:
             self._file.close()
 
@@ -311,7 +231,7 @@ class _LineSource(Source):
         try:
             return raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as error:
-            return Malformed(f"{self.path}:{line}", "not UTF-8", f"byte {error.start + 1} of the line")
+            return Malformed(f"{self.path}:{line}", reasons.NOT_UTF8, f"byte {error.start + 1} of the line")
 
     def progress(self):
         return (self._file.done if self._file else 0), self.path.stat().st_size, "B"
@@ -338,9 +258,9 @@ class JsonLinesSource(_LineSource):
         try:
             row = json.loads(text)
         except json.JSONDecodeError as error:
-            return Malformed(f"{self.path}:{line}", "bad JSON", f"{error.msg} at column {error.colno}")
+            return Malformed(f"{self.path}:{line}", reasons.MALFORMED_JSON, f"{error.msg} at column {error.colno}")
         if not isinstance(row, dict):
-            return Malformed(f"{self.path}:{line}", "not a JSON object", f"a JSON {type(row).__name__}")
+            return Malformed(f"{self.path}:{line}", reasons.UNDECODABLE, f"a JSON {type(row).__name__}, not an object")
         return self.fields.extract(row, self._where(line))
 
 
@@ -408,20 +328,20 @@ class CsvSource(Source):
                 if len(values) != len(header):
                     if not any(v.strip() for v in values):
                         continue
-                    yield Malformed(where(), "wrong number of fields", f"{len(values)}, the header has {len(header)}")
+                    yield Malformed(where(), reasons.WRONG_FIELD_COUNT, f"{len(values)}, the header has {len(header)}")
                     continue
                 row = dict(zip(header, values))
                 bad = next((c for c in self.fields.text if not _is_utf8(row[c])), None)
                 if bad is not None:
-                    yield Malformed(where(), "not UTF-8", f"column {bad!r}")
+                    yield Malformed(where(), reasons.NOT_UTF8, f"column {bad!r}")
                     continue
                 yield self.fields.extract(row, where)
         except csv.Error as error:
             self.position = rows + 1
-            yield Malformed(f"{self.path}:{reader.line_num + 1}", "bad CSV", str(error))
+            yield Malformed(f"{self.path}:{reader.line_num + 1}", reasons.MALFORMED_CSV, str(error))
         except (ArchiveError, EOFError, OSError, zlib.error) as error:
             self.position = rows + 1
-            yield Malformed(f"{self.path}:{reader.line_num + 1}", "truncated or corrupt archive", str(error))
+            yield Malformed(f"{self.path}:{reader.line_num + 1}", reasons.TRUNCATED_ARCHIVE, str(error))
         finally:
             self._file.close()
 
@@ -464,9 +384,9 @@ class DirectorySource(Source):
             try:
                 yield Record(path.read_bytes().decode("utf-8"), key)
             except UnicodeDecodeError as error:
-                yield Malformed(str(path), "not UTF-8", f"byte {error.start + 1}")
+                yield Malformed(str(path), reasons.NOT_UTF8, f"byte {error.start + 1}")
             except OSError as error:
-                yield Malformed(str(path), "unreadable file", error.strerror)
+                yield Malformed(str(path), reasons.UNREADABLE_FILE, error.strerror)
 
     def progress(self):
         return self.position, len(self.files), "files"
@@ -531,11 +451,11 @@ class UciSource(Source):
                 self.total, declared_words, _ = (int(h) for h in fields[:3])
             except ValueError:
                 self.position = 3
-                yield Malformed(f"{self.path}:1", "bad header", "expected D, W and NNZ on three lines")
+                yield Malformed(f"{self.path}:1", reasons.BAD_HEADER, "expected D, W and NNZ on three lines")
                 return
             line = 3
             if declared_words != len(self.words) and skip < 2:
-                yield Malformed(f"{self.path}:2", "vocabulary size mismatch",
+                yield Malformed(f"{self.path}:2", reasons.VOCABULARY_MISMATCH,
                                 f"header says {declared_words} words, the vocabulary has {len(self.words)}")
             for block in itertools.chain(fields[3:], blocks):
                 first, line = line + 1, line + block.count(b"\n")
@@ -551,7 +471,7 @@ class UciSource(Source):
                             self.position = start - 1
                             yield Record(self._document(parts), current)
                             if doc < current:
-                                yield Malformed(f"{self.path}:{start}", "not sorted by document",
+                                yield Malformed(f"{self.path}:{start}", reasons.NOT_SORTED,
                                                 f"docID {doc} after {current}")
                         current, parts = doc, []
                     parts.append(run)
@@ -561,7 +481,7 @@ class UciSource(Source):
         except ArchiveError as error:
             self.position = line + 1
             dropped = "" if current is None else f"; document {current} dropped"
-            yield Malformed(f"{self.path}:{line + 1}", "truncated or corrupt archive", f"{error}{dropped}")
+            yield Malformed(f"{self.path}:{line + 1}", reasons.TRUNCATED_ARCHIVE, f"{error}{dropped}")
         finally:
             self._file.close()
 
@@ -585,10 +505,11 @@ class UciSource(Source):
                 doc, word, count = fields
                 doc, word, count = int(doc), int(word), float(count)
             except ValueError:
-                yield Malformed(f"{self.path}:{line}", "bad line", "expected 'docID wordID count'")
+                yield Malformed(f"{self.path}:{line}", reasons.BAD_LINE, "expected 'docID wordID count'")
                 continue
             if not 1 <= word <= len(self.words):
-                yield Malformed(f"{self.path}:{line}", "word id out of range", f"{word} outside 1..{len(self.words)}")
+                yield Malformed(f"{self.path}:{line}", reasons.WORD_ID_OUT_OF_RANGE,
+                                f"{word} outside 1..{len(self.words)}")
                 continue
             yield doc, np.array([word]), np.array([count]), line
 
@@ -704,7 +625,7 @@ class KafkaSource(Source):
         try:
             text = (message.value or b"").decode("utf-8")
         except UnicodeDecodeError as error:
-            return Malformed(where, "not UTF-8", f"byte {error.start + 1}")
+            return Malformed(where, reasons.NOT_UTF8, f"byte {error.start + 1}")
         key = None
         if message.key is not None:
             key = message.key.decode("utf-8", "backslashreplace")
@@ -714,9 +635,9 @@ class KafkaSource(Source):
         try:
             row = json.loads(text)
         except json.JSONDecodeError as error:
-            return Malformed(where, "bad JSON", f"{error.msg} at column {error.colno}")
+            return Malformed(where, reasons.MALFORMED_JSON, f"{error.msg} at column {error.colno}")
         if not isinstance(row, dict):
-            return Malformed(where, "not a JSON object", f"a JSON {type(row).__name__}")
+            return Malformed(where, reasons.UNDECODABLE, f"a JSON {type(row).__name__}, not an object")
         record = self.fields.extract(row, lambda: where)
         if isinstance(record, Record) and (record.key is None or record.timestamp is None):
             record = Record(record.document, record.key if record.key is not None else key,
@@ -791,7 +712,7 @@ def open_source(path: str, format: str = "auto", *, text_fields=None, id_field: 
     if format == "uci":
         return UciSource(path, start)
     if format == "builtin":
-        from .builtin_corpus import BuiltinCorpus
+        from .builtin_corpus import BuiltinCorpus  # imports the library: only when asked for
 
         return BuiltinCorpus(start)
     kafka_fields = fields if text_fields else None

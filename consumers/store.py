@@ -6,7 +6,8 @@ refresher publishes, and the refresher's own small state (warm-start point, next
 :class:`DirectoryStateStore` keeps them in one directory (local, or a shared file system)::
 
     ROOT/members/<worker>/ckpt-*.state|json   a worker's CheckpointStore (it alone writes there)
-    ROOT/snapshots/snapshot-NNNNNN.json        full snapshots published by the refresher
+    ROOT/snapshots/                            full snapshots published by the refresher
+                                               (a :class:`~consumers.snapshot_directory.SnapshotDirectory`)
     ROOT/refresher/                            the refresher's warm-start state; refresher.lock
                                                is the lease that elects one refresher
 
@@ -31,6 +32,7 @@ from streamtopics import CorruptStateError, StreamingTopicModel, TopicSnapshot
 from streamtopics.state import atomic_write_bytes
 
 from .checkpoint import Checkpoint, CheckpointStore, Offsets, lock_exclusively
+from .snapshot_directory import SnapshotDirectory
 
 log = logging.getLogger("streamtopics.store")
 
@@ -134,7 +136,7 @@ class DirectoryStateStore(StateStore):
         self.members_dir = self.root / "members"
         self.snapshot_dir = self.root / "snapshots"
         self.refresher_dir = self.root / "refresher"
-        self.keep_snapshots = keep_snapshots
+        self.snapshots = SnapshotDirectory(self.snapshot_dir, keep=keep_snapshots)
         for directory in (self.members_dir, self.snapshot_dir, self.refresher_dir):
             directory.mkdir(parents=True, exist_ok=True)
 
@@ -160,25 +162,13 @@ class DirectoryStateStore(StateStore):
         return StreamingTopicModel.load(partial.checkpoint.state_path)
 
     def save_snapshot(self, snapshot: TopicSnapshot) -> None:
-        snapshot.save(self.snapshot_dir / f"snapshot-{snapshot.version:06d}.json")
-        if self.keep_snapshots:
-            for old in sorted(self.snapshot_dir.glob("snapshot-[0-9]*.json"))[: -self.keep_snapshots]:
-                old.unlink(missing_ok=True)
+        self.snapshots.save(snapshot)
 
     def snapshot(self, version: int) -> TopicSnapshot | None:
-        path = self.snapshot_dir / f"snapshot-{version:06d}.json"
-        try:
-            return TopicSnapshot.load(path)
-        except (OSError, ValueError, KeyError):
-            return None
+        return self.snapshots.load(version)
 
     def latest_snapshot(self) -> TopicSnapshot | None:
-        for path in sorted(self.snapshot_dir.glob("snapshot-[0-9]*.json"), reverse=True):
-            try:
-                return TopicSnapshot.load(path)
-            except (OSError, ValueError, KeyError):
-                continue
-        return None
+        return self.snapshots.latest()
 
     def save_refresher_state(self, coefficients, next_topic_id: int, version: int) -> None:
         if coefficients is not None:

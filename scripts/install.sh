@@ -16,4 +16,4 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 # Kafka's jars from Maven Central (cached in kafka/libs and ~/.m2) for the real-broker tests.
-.venv/bin/python -m consumers.broker fetch
+.venv/bin/python -m devtools.kafka_broker fetch

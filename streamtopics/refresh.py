@@ -17,7 +17,7 @@ from scipy.optimize import linear_sum_assignment
 from .alignment import l1_distances
 from .anchors import candidate_words, fast_anchor_words, random_projection
 from .recovery import dirichlet_alpha, recover_kl, recover_l2, topic_covariance, topics_from_coefficients
-from .trackers import rp_anchor_groups
+from .candidate_clustering import rp_anchor_groups
 
 
 class NotEnoughCandidatesError(ValueError):

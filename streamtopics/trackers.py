@@ -11,19 +11,15 @@ tracker keeps for every word i
 
 and the projections of the normalised rows are P_i / S_i; plus two scalars per word (T_i, U_i,
 see :class:`RandomProjectionTracker`) that measure how much of a row is sampling noise.  Cost
-per document: O(u_d * P) for u_d distinct words.  g_d is a deterministic function of
-(seed, document key): a counter-based generator (splitmix64 mixer + Box-Muller computed with
-IEEE-exact polynomial log/sin/cos), so a replay, a resume from a checkpoint or a split over
-several consumers sees the same directions, and the sums stay exact and mergeable.
+per document: O(u_d * P) for u_d distinct words.  g_d comes from
+:func:`~streamtopics.directions.document_directions` (a pure function of seed and document key),
+so the sums stay exact and mergeable across replays, resumes and consumers.  The candidates are
+clustered into anchor groups by :mod:`streamtopics.candidate_clustering`.
 
 Public API
 ----------
-``document_directions(keys, n_projections, seed)``   -> (B, P) float64 directions g_d
 ``RandomProjectionTracker(n_words, n_projections, seed)``  running sums; update / merge / grow /
     state_dict / from_state_dict / nbytes / candidates / projections / signal_fraction
-``cluster_candidates(rows, n_clusters, threshold)``  Ding et al.'s novel-word clustering
-    (section 4.3 of the ICML paper, 4.2 of the arXiv version)
-``rp_anchor_groups(tracker, min_support, n_topics, get_rows)``  the whole ``rp`` selector
 ``n_projections_for_topics(K)``                      P for ~0.95 anchor recall with K topics
 
 Deviation from the paper, measured (``benchmarks/tracker_recall.py``): ranking by the plain
@@ -37,22 +33,13 @@ fraction of the documents seen), for the same reason.
 
 from __future__ import annotations
 
-import math
-from typing import Callable
-
 import numba
 import numpy as np
 from numba import njit, prange
 
-__all__ = [
-    "DEFAULT_N_PROJECTIONS",
-    "RandomProjectionTracker",
-    "cluster_candidates",
-    "default_cluster_threshold",
-    "document_directions",
-    "n_projections_for_topics",
-    "rp_anchor_groups",
-]
+from .directions import document_directions
+
+__all__ = ["DEFAULT_N_PROJECTIONS", "RandomProjectionTracker", "n_projections_for_topics"]
 
 #: Default number of random directions P.  Chosen from ``benchmarks/tracker_recall.py``; see the
 #: docstring of :class:`RandomProjectionTracker` for the measured table.
@@ -65,149 +52,6 @@ _STATE_VERSION = 1
 # Splitting a batch into blocks does not change any sum (per-word summation is in stream order).
 _DOC_BLOCK = 2048
 
-# --------------------------------------------------------------------------------------------
-# Counter-based normal generator
-# --------------------------------------------------------------------------------------------
-
-_U64_MASK = (1 << 64) - 1
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # golden-ratio increment of splitmix64
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_SEED_SALT = np.uint64(0x5851F42D4C957F2D)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
-_S11 = np.uint64(11)
-_S49 = np.uint64(49)
-_S51 = np.uint64(51)
-_ONE = np.uint64(1)
-_THREE = np.uint64(3)
-_TWO_POW_51 = np.int64(1) << np.int64(51)
-_LN2 = 0.6931471805599453094
-_SQRT2 = 1.4142135623730951
-_TWO_PI_OVER_2_53 = 2.0 * math.pi / 9007199254740992.0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _mix64(z):
-    """splitmix64 / Stafford 'Mix13' finaliser: a bijection of uint64 with full avalanche."""
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _ln_unit(n):
-    """ln(n * 2**-53) for an integer 1 <= n <= 2**53, using only IEEE-exact operations.
-
-    frexp is exact; the series for ln(m), m in [sqrt(1/2), sqrt(2)), is ln m = 2 atanh(s),
-    s = (m-1)/(m+1), |s| <= 0.1716, truncated after s**25 (error < 1e-19).  Only correctly
-    rounded operations (+ - * / sqrt, frexp), no libm transcendental, and numba neither
-    reassociates nor contracts to FMA without fastmath: the result does not depend on the
-    machine's libm or SIMD math library.
-    """
-    m, e = math.frexp(float(n))  # n = m * 2**e, m in [0.5, 1)
-    m = m * 2.0
-    e = e - 1
-    if m > _SQRT2:
-        m = m * 0.5
-        e = e + 1
-    s = (m - 1.0) / (m + 1.0)
-    s2 = s * s
-    p = 1.0 / 25.0
-    p = p * s2 + 1.0 / 23.0
-    p = p * s2 + 1.0 / 21.0
-    p = p * s2 + 1.0 / 19.0
-    p = p * s2 + 1.0 / 17.0
-    p = p * s2 + 1.0 / 15.0
-    p = p * s2 + 1.0 / 13.0
-    p = p * s2 + 1.0 / 11.0
-    p = p * s2 + 1.0 / 9.0
-    p = p * s2 + 1.0 / 7.0
-    p = p * s2 + 1.0 / 5.0
-    p = p * s2 + 1.0 / 3.0
-    p = p * s2 + 1.0
-    return float(e - 53) * _LN2 + 2.0 * s * p
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sincos_reduced(a):
-    """(sin a, cos a) for |a| <= pi/4 by Taylor polynomials (error < 1e-16), IEEE-exact ops."""
-    a2 = a * a
-    s = 1.0 - a2 / 342.0
-    s = 1.0 - a2 / 272.0 * s
-    s = 1.0 - a2 / 210.0 * s
-    s = 1.0 - a2 / 156.0 * s
-    s = 1.0 - a2 / 110.0 * s
-    s = 1.0 - a2 / 72.0 * s
-    s = 1.0 - a2 / 42.0 * s
-    s = 1.0 - a2 / 20.0 * s
-    s = 1.0 - a2 / 6.0 * s
-    c = 1.0 - a2 / 306.0
-    c = 1.0 - a2 / 240.0 * c
-    c = 1.0 - a2 / 182.0 * c
-    c = 1.0 - a2 / 132.0 * c
-    c = 1.0 - a2 / 90.0 * c
-    c = 1.0 - a2 / 56.0 * c
-    c = 1.0 - a2 / 30.0 * c
-    c = 1.0 - a2 / 12.0 * c
-    c = 1.0 - a2 / 2.0 * c
-    return a * s, c
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _doc_stream_key(seed_u64, key):
-    """Per-document stream key: a bijection of the key for a fixed seed (no collisions)."""
-    return _mix64(key ^ _mix64(seed_u64 ^ _SEED_SALT))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fill_direction(k, out):
-    """Write the P normals of the document with stream key k into out (length P).
-
-    Pair m (columns 2m, 2m+1) uses the splitmix64 outputs x1 = mix(k + (2m+1)*gamma) and
-    x2 = mix(k + (2m+2)*gamma) -> u1 = (x1>>11 + 1) 2^-53 in (0,1], angle = 2 pi (x2>>11) 2^-53
-    -> Box-Muller.  Column j therefore depends on (seed, key, j) only; a longer direction is an
-    extension of a shorter one.
-    """
-    P = out.shape[0]
-    c = k
-    for m in range((P + 1) // 2):
-        c = c + _GAMMA
-        x1 = _mix64(c)
-        c = c + _GAMMA
-        x2 = _mix64(c)
-        n1 = (x1 >> _S11) + _ONE  # 1 .. 2**53
-        r = math.sqrt(-2.0 * _ln_unit(n1))
-        # angle 2*pi*N/2**53, N = x2>>11 in [0, 2**53); quadrant q = round(N / 2**51) mod 4,
-        # remainder in [-2**50, 2**50) -> reduced angle in [-pi/4, pi/4); all integer-exact.
-        N = x2 >> _S11
-        qq = (N + (_ONE << _S49)) >> _S51
-        rem = np.int64(N) - np.int64(qq) * _TWO_POW_51
-        a = float(rem) * _TWO_PI_OVER_2_53
-        sa, ca = _sincos_reduced(a)
-        q = qq & _THREE
-        if q == 0:
-            cs, sn = ca, sa
-        elif q == 1:
-            cs, sn = -sa, ca
-        elif q == 2:
-            cs, sn = -ca, -sa
-        else:
-            cs, sn = sa, -ca
-        out[2 * m] = r * cs
-        if 2 * m + 1 < P:
-            out[2 * m + 1] = r * sn
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _directions_kernel(keys, n_projections, seed_u64):
-    B = keys.shape[0]
-    G = np.empty((B, n_projections), dtype=np.float64)
-    for d in prange(B):
-        _fill_direction(_doc_stream_key(seed_u64, keys[d]), G[d])
-    return G
-
 
 def n_projections_for_topics(n_topics: int) -> int:
     """P for >= ~0.95 anchor recall with n_topics topics: the power of two >= 10 K, in [64, 4096].
@@ -217,27 +61,6 @@ def n_projections_for_topics(n_topics: int) -> int:
     """
     want = 10 * max(1, int(n_topics))
     return int(min(4096, max(64, 1 << (want - 1).bit_length())))
-
-
-def _seed_u64(seed: int) -> np.uint64:
-    return np.uint64(int(seed) & _U64_MASK)
-
-
-def document_directions(keys, n_projections: int, seed: int) -> np.ndarray:
-    """Random directions g_d ~ N(0, I_P) of a batch of documents, shape (B, P), float64.
-
-    ``g_d`` is a pure function of ``(seed, keys[d], column)``: the same key gets the same vector
-    in any batch, at any position, in any process, and (no libm transcendental; polynomial
-    log/sin/cos) on any IEEE-754 machine.  Column j of a P-direction is column j of any longer
-    one.  (Checked against a libm Box-Muller reference to 1e-13 in the tests.)  Keys are the
-    uint64 hashes of the documents' keys; equal keys get equal directions,
-    so two different documents must not share a key.
-    """
-    keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
-    n_projections = int(n_projections)
-    if n_projections < 1:
-        raise ValueError("n_projections must be >= 1")
-    return _directions_kernel(keys, n_projections, _seed_u64(seed))
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,7 +291,6 @@ class RandomProjectionTracker:
                 raise ValueError("counts must be finite and > 0")
         used = 0
         n_chunks = max(1, 8 * numba.get_num_threads())
-        seed = _seed_u64(self.seed)
         for b0 in range(0, B, _DOC_BLOCK):
             b1 = min(B, b0 + _DOC_BLOCK)
             ip = indptr[b0 : b1 + 1]
@@ -477,7 +299,7 @@ class RandomProjectionTracker:
             words, wstart, ent_doc, ent_w, ent_u, n_used = _group_by_word(
                 ip, indices, counts, self.n_words
             )
-            G = _directions_kernel(keys[b0:b1], self.n_projections, seed)
+            G = document_directions(keys[b0:b1], self.n_projections, self.seed)
             bounds = _balanced_chunks(wstart, min(n_chunks, max(1, words.shape[0])))
             _accumulate(
                 self.S, self.T, self.U, self.P, G, words, wstart, ent_doc, ent_w, ent_u, bounds
@@ -630,147 +452,3 @@ class RandomProjectionTracker:
         ids, wins = np.unique(hits, return_counts=True)
         ids = ids.astype(np.int64)
         return (ids, wins.astype(np.int64)) if return_wins else ids
-
-
-# --------------------------------------------------------------------------------------------
-# Clustering of candidates (Ding et al. section 4.3 of the ICML paper, 4.2 of the arXiv one)
-# --------------------------------------------------------------------------------------------
-
-
-def _sq_distances(rows: np.ndarray) -> np.ndarray:
-    C = rows @ rows.T
-    diag = np.diag(C).copy()
-    D = diag[:, None] - 2.0 * C + diag[None, :]
-    D = 0.5 * (D + D.T)
-    np.maximum(D, 0.0, out=D)
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def _single_linkage_heights(D: np.ndarray) -> np.ndarray:
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import squareform
-
-    return np.sort(linkage(squareform(D, checks=False), method="single")[:, 2])
-
-
-def default_cluster_threshold(rows, n_clusters: int) -> float:
-    """Default linking threshold of :func:`cluster_candidates`: d / 2, Ding et al.'s rule.
-
-    Ding et al. link two novel words when D_ij < d / 2, d a lower bound on the distance between
-    novel words of different topics (same-topic distances tend to 0, cross-topic ones stay
-    above d).  d is not known; it is estimated as the smallest distance between two of the
-    n_clusters single-linkage clusters (the height of the merge that would leave n_clusters - 1
-    groups).  So the components at d / 2 are exactly n_clusters iff the candidates fall into
-    n_clusters groups with a factor-2 gap between the largest within-group link and the
-    smallest between-group distance; otherwise there are more components and
-    :func:`cluster_candidates` falls back to average linkage.  Returns 0.0 when there are no more
-    candidates than clusters and inf for a single cluster.  The rule is scale-free (invariant
-    to scaling or randomly projecting the rows) and needs no noise model.  A fixed fraction of
-    the squared row norms does not work: on synthetic corpora whose topics share most words
-    the cross-topic distances are 0.5-20% of the median squared norm (measured).
-    """
-    rows = np.asarray(rows, dtype=np.float64)
-    c = rows.shape[0]
-    n_clusters = int(n_clusters)
-    if n_clusters <= 1:
-        return float("inf")
-    if c <= n_clusters:
-        return 0.0
-    h = _single_linkage_heights(_sq_distances(rows))
-    return 0.5 * float(h[c - n_clusters])
-
-
-def _relabel_first_seen(labels: np.ndarray) -> np.ndarray:
-    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return rank[inv].astype(np.int64)
-
-
-def cluster_candidates(rows, n_clusters: int, threshold: float | None = None) -> np.ndarray:
-    """Cluster candidate words whose (row-normalised co-occurrence) rows are nearly equal.
-
-    rows: (c, D) array, one row per candidate (possibly randomly projected).  With
-    C = rows @ rows.T and D_ij = C_ii - 2 C_ij + C_jj (squared Euclidean distance), pairs with
-    D_ij < threshold are linked and the connected components are the clusters (Ding et al.).
-    threshold defaults to :func:`default_cluster_threshold` (Ding's d / 2 with d estimated from
-    the data; pass a number to override).
-    If the number of components differs from n_clusters, falls back to average-linkage
-    agglomerative clustering on D cut into exactly n_clusters groups.
-
-    Returns int64 labels in 0..n_clusters-1, numbered in order of first appearance; every label
-    is used when c >= n_clusters.  When c < n_clusters each candidate is its own cluster
-    (labels 0..c-1).
-    """
-    from scipy.cluster.hierarchy import cut_tree, linkage
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-    from scipy.spatial.distance import squareform
-
-    rows = np.asarray(rows, dtype=np.float64)
-    if rows.ndim != 2:
-        raise ValueError("rows must be a 2-d array (candidates x dimensions)")
-    c = rows.shape[0]
-    n_clusters = int(n_clusters)
-    if n_clusters < 1:
-        raise ValueError("n_clusters must be >= 1")
-    if c == 0:
-        return np.empty(0, dtype=np.int64)
-    if c <= n_clusters:
-        return np.arange(c, dtype=np.int64)
-    if n_clusters == 1:
-        return np.zeros(c, dtype=np.int64)
-    if not np.all(np.isfinite(rows)):
-        raise ValueError("rows must be finite")
-    D = _sq_distances(rows)
-    if threshold is None:
-        threshold = 0.5 * float(_single_linkage_heights(D)[c - n_clusters])
-    adj = csr_matrix(D < float(threshold))
-    n_comp, labels = connected_components(adj, directed=False)
-    if n_comp != n_clusters:
-        Z = linkage(squareform(D, checks=False), method="average")
-        labels = cut_tree(Z, n_clusters=n_clusters).reshape(-1)
-    return _relabel_first_seen(np.asarray(labels))
-
-
-def rp_anchor_groups(
-    tracker: RandomProjectionTracker,
-    min_support,
-    n_topics: int,
-    get_rows: Callable[[np.ndarray], np.ndarray],
-    *,
-    threshold: float | None = None,
-    weighting: str = "snr",
-) -> list[np.ndarray]:
-    """The ``rp`` anchor selector: candidates -> rows -> clusters -> one word group per topic.
-
-    ``get_rows(candidate_ids)`` (supplied by the model) returns the candidates' row-normalised
-    co-occurrence rows (c x D, possibly randomly projected).  Returns a list of n_topics int64
-    arrays (fewer, min(n_topics, c), when there are fewer candidates than topics: the caller
-    must then complete the anchor set another way, e.g. with FastAnchorWords), each holding the
-    member words of a group, the strongest vertex first: most directions won (see
-    ``candidates(return_wins=True)``), then most frequent (largest S_i), then smaller id.  A
-    group can hold a mixed word that got in by noise (it won one or two directions), which is why
-    frequency alone is not the ordering.  Groups are ordered by their first member's wins, then
-    frequency.  The model then uses either the representative (first) word's row or the group's
-    averaged row as the anchor row; the average is the more noise-resilient choice (Ding et
-    al.), best taken over the members close to the representative (a stray mixed word would
-    pull it towards the interior of the hull).
-    """
-    cand, wins = tracker.candidates(min_support, weighting=weighting, return_wins=True)
-    if cand.size == 0:
-        return []
-    rows = np.asarray(get_rows(cand), dtype=np.float64)
-    if rows.shape[0] != cand.size:
-        raise ValueError(f"get_rows returned {rows.shape[0]} rows for {cand.size} candidates")
-    labels = cluster_candidates(rows, n_topics, threshold=threshold)
-    freq = tracker.S[cand]
-    groups = []
-    for lab in range(int(labels.max()) + 1):
-        sel = labels == lab
-        order = np.lexsort((cand[sel], -freq[sel], -wins[sel]))
-        groups.append((int(wins[sel][order[0]]), cand[sel][order].astype(np.int64)))
-    groups.sort(key=lambda wg: (-wg[0], -float(tracker.S[wg[1][0]]), int(wg[1][0])))
-    return [g for _, g in groups]

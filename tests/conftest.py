@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from consumers.broker import BrokerError, KafkaBroker
+from devtools.kafka_broker import BrokerError, KafkaBroker
 
 sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
 from kafka_helpers import KAFKA_CORPUS_DOCS, build_vocabulary, load_corpus, reference_model  # noqa: E402

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consumers.sources import open_source, parse_time
+from consumers.sources import open_source
+from consumers.times import parse_time
 from streamtopics import StreamingTopicModel
 
 THEMES = [
@@ -101,11 +102,11 @@ def test_replay_reports_malformed_records_and_finishes(tmp_path):
     result = cli("replay", bad, "--out", tmp_path / "run", *SMALL)
     assert result.returncode == 0, result.stderr
     assert f"{bad}:61: bad JSON" in result.stderr
-    assert f"{bad}:62: missing text field ('text')" in result.stderr
+    assert f"{bad}:62: missing field (text field 'text')" in result.stderr
     assert f"{bad}:63: not UTF-8" in result.stderr
     assert "truncated or corrupt archive" in result.stderr
     assert "4 malformed records skipped" in result.stdout
-    for reason in ("bad JSON", "missing text field", "not UTF-8", "truncated or corrupt archive"):
+    for reason in ("malformed_json", "missing_field", "not_utf8", "truncated_archive"):
         assert re.search(rf"^  malformed +1  {reason}$", result.stdout, re.M)
 
 

@@ -121,10 +121,9 @@ def test_malformed_records_are_counted_and_the_replay_finishes(tmp_path):
     summary = Replay(new_model(), open_source(archive), tmp_path / "run", every_documents=50,
                      on_malformed=reported.append).run()
     assert [(m.where.rsplit(":", 1)[1], m.reason) for m in reported[:3]] == [
-        ("51", "bad JSON"), ("52", "missing text field"), ("53", "not UTF-8")]
-    assert reported[-1].reason == "truncated or corrupt archive" and reported[-1].where.startswith(str(archive))
-    assert summary.malformed == {"bad JSON": 1, "missing text field": 1, "not UTF-8": 1,
-                                 "truncated or corrupt archive": 1}
+        ("51", "malformed_json"), ("52", "missing_field"), ("53", "not_utf8")]
+    assert reported[-1].reason == "truncated_archive" and reported[-1].where.startswith(str(archive))
+    assert summary.malformed == {"malformed_json": 1, "missing_field": 1, "not_utf8": 1, "truncated_archive": 1}
     assert 50 < summary.documents < 120
     assert TopicSnapshot.load(summary.snapshots[-1]).documents_seen == summary.documents
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import zstandard
 
+from consumers import reasons
 from consumers.builtin_corpus import BuiltinCorpus, docstrings
-from consumers.sources import (
-    Malformed, Record, SourceError, UciSource, detect_format, open_source, parse_time,
-)
+from consumers.messages import MessageDecoder
+from consumers.sources import Malformed, Record, SourceError, UciSource, detect_format, open_source
+from consumers.times import parse_time
 from streamtopics import StreamingTopicModel, Tokenizer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -159,11 +160,24 @@ def test_malformed_jsonl_is_reported_with_line_and_skipped(tmp_path):
     items = list(open_source(path))
     assert [r.document for r in items if isinstance(r, Record)] == ["first good", "last good"]
     bad = [(m.where, m.reason) for m in items if isinstance(m, Malformed)]
-    assert bad == [(f"{path}:2", "bad JSON"), (f"{path}:4", "missing text field"), (f"{path}:5", "not UTF-8"),
-                   (f"{path}:6", "not a JSON object"), (f"{path}:7", "text field not a string")]
+    assert bad == [(f"{path}:2", "malformed_json"), (f"{path}:4", "missing_field"), (f"{path}:5", "not_utf8"),
+                   (f"{path}:6", "undecodable"), (f"{path}:7", "undecodable")]
+    assert [str(m).split(": ", 1)[1] for m in items if isinstance(m, Malformed)][2:4] == [
+        "not UTF-8 (byte 14 of the line)", "undecodable (a JSON list, not an object)"]
     timed = list(open_source(path, time_field="time"))
-    assert (f"{path}:8", "bad time") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
-    assert (f"{path}:1", "missing time field") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
+    assert (f"{path}:8", "undecodable") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
+    assert (f"{path}:1", "missing_field") in [(m.where, m.reason) for m in timed if isinstance(m, Malformed)]
+
+
+def test_archives_and_messages_give_the_same_reason_for_the_same_failure(tmp_path):
+    decoder = MessageDecoder(format="json")
+    path = tmp_path / "bad.jsonl"
+    for value in (b'{"text": "caf\xe9"}', b'{"text": "broken', b'{"body": "x"}', b"[1, 2]", b'{"text": 42}',
+                  b'{"text": "x", "timestamp": "soon"}'):
+        path.write_bytes(value + b"\n")
+        (item,) = open_source(path, time_field="timestamp" if b"timestamp" in value else None)
+        assert item.reason == decoder.decode(value).reason, value
+        assert item.reason in reasons.MESSAGES
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".zst"])
@@ -174,7 +188,7 @@ def test_truncated_archive_is_reported_at_the_line_where_it_ends(tmp_path, suffi
     path.write_bytes(packed[: len(packed) // 2])
     items = list(open_source(path))
     good = [r for r in items if isinstance(r, Record)]
-    assert isinstance(items[-1], Malformed) and items[-1].reason == "truncated or corrupt archive"
+    assert isinstance(items[-1], Malformed) and items[-1].reason == "truncated_archive"
     assert 0 < len(good) < 3000
     assert items[-1].where == f"{path}:{len(good) + 1}"
     assert [r.document.split()[2] for r in good] == [str(i) for i in range(len(good))]  # no partial record
@@ -186,7 +200,7 @@ def test_csv_errors(tmp_path):
     items = list(open_source(path))
     assert [r.document for r in items if isinstance(r, Record)] == ["good, quoted", "fine"]
     assert [(m.where, m.reason) for m in items if isinstance(m, Malformed)] == [
-        (f"{path}:3", "not UTF-8"), (f"{path}:4", "wrong number of fields")]
+        (f"{path}:3", "not_utf8"), (f"{path}:4", "wrong_field_count")]
     with pytest.raises(SourceError, match=r"no column 'body' \(columns: id, text\)"):
         open_source(path, text_fields=["body"])
     empty = tmp_path / "empty.csv"
@@ -201,7 +215,7 @@ def test_directory_reports_undecodable_files(tmp_path):
     (tmp_path / "d" / "b.txt").write_bytes(b"\xff\xfe broken")
     items = list(open_source(tmp_path / "d"))
     assert items[0] == Record("fine text", "a.txt")
-    assert (items[1].where, items[1].reason) == (str(tmp_path / "d" / "b.txt"), "not UTF-8")
+    assert (items[1].where, items[1].reason) == (str(tmp_path / "d" / "b.txt"), "not_utf8")
 
 
 def test_uci_malformed_lines_and_truncation(tmp_path):
@@ -212,12 +226,12 @@ def test_uci_malformed_lines_and_truncation(tmp_path):
     docword.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     items = list(UciSource(docword))
     assert [(m.where, m.reason) for m in items if isinstance(m, Malformed)] == [
-        (f"{docword}:6", "bad line"), (f"{docword}:8", "word id out of range")]
+        (f"{docword}:6", "bad_line"), (f"{docword}:8", "word_id_out_of_range")]
     assert len(records(UciSource(docword))) == 30
     packed = docword.read_bytes()
     docword.write_bytes(packed[: len(packed) * 2 // 3])
     items = list(UciSource(docword))
-    assert items[-1].reason == "truncated or corrupt archive" and "dropped" in items[-1].detail
+    assert items[-1].reason == "truncated_archive" and "dropped" in items[-1].detail
     assert 0 < len(records(UciSource(docword))) < 30
 
 
@@ -249,7 +263,7 @@ def test_parse_time():
     assert parse_time("1970-01-02") == 86400.0
     assert parse_time("1970-01-01T01:00:00+01:00") == 0.0
     assert parse_time(12.5) == 12.5
-    for bad in ("soon", None, True, [1]):
+    for bad in ("soon", None, True, [1], float("nan"), "inf"):
         with pytest.raises(ValueError):
             parse_time(bad)
 

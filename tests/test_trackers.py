@@ -1,4 +1,4 @@
-"""Tests of streamtopics.trackers against plain numpy references written here."""
+"""Tests of the trackers, their directions and candidate clustering against numpy references."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ import numba
 import numpy as np
 import pytest
 
+from streamtopics.candidate_clustering import (
+    cluster_candidates,
+    default_cluster_threshold,
+    rp_anchor_groups,
+)
+from streamtopics.directions import document_directions
 from streamtopics.trackers import (
     DEFAULT_N_PROJECTIONS,
     RandomProjectionTracker,
-    cluster_candidates,
-    default_cluster_threshold,
-    document_directions,
     n_projections_for_topics,
-    rp_anchor_groups,
 )
 
 # ----------------------------------------------------------------------------------------------

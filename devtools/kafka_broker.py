@@ -8,7 +8,7 @@ installed (it is a project dependency) and falls back to the TCP check otherwise
 
 Python API::
 
-    from consumers.broker import KafkaBroker, BrokerError
+    from devtools.kafka_broker import KafkaBroker, BrokerError
 
     with KafkaBroker() as broker:          # free loopback ports, fresh temporary data dir
         use(broker.bootstrap_servers)      # "127.0.0.1:PORT"
@@ -16,8 +16,10 @@ Python API::
 
 Command line::
 
-    python -m consumers.broker fetch                       # download the jars only
-    python -m consumers.broker start [--port 9092] [--dir DIR]
+    python -m devtools.kafka_broker fetch                  # download the jars only
+    python -m devtools.kafka_broker start [--port 9092] [--dir DIR]
+
+Development tooling: run from the checkout, not installed with the ``streamtopics`` package.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ _DEP_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-depen
 
 # Single node, combined broker+controller, dynamic KRaft quorum (format with --standalone).
 _SERVER_PROPERTIES = """\
-# Written by consumers/broker.py -- single-node KRaft, combined broker+controller, loopback only.
+# Written by devtools/kafka_broker.py -- single-node KRaft, combined broker+controller, loopback only.
 process.roles=broker,controller
 node.id=1
 # dynamic quorum (KIP-853), storage formatted with --standalone; never also set controller.quorum.voters
@@ -470,7 +472,7 @@ class KafkaBroker:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m consumers.broker",
+    parser = argparse.ArgumentParser(prog="python -m devtools.kafka_broker",
                                      description="Local single-node Kafka broker (KRaft).")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch", help="download the broker jars into kafka/libs and exit")

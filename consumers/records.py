@@ -1,0 +1,58 @@
+"""The items every source yields and the base class of sources.
+
+Kept apart from :mod:`consumers.sources` so that sources defined elsewhere (the built-in corpus)
+can subclass :class:`Source` without the two modules importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from .reasons import MESSAGES
+
+
+class SourceError(ValueError):
+    """An archive that cannot be read as asked: bad path, format, field or option."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One archived document: raw text, or ``{word: count}`` for bag-of-words archives."""
+
+    document: str | dict
+    key: str | int | None = None
+    timestamp: float | None = None  # seconds since the epoch
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A record that could not be read: ``where`` is ``file:line`` (or a Kafka offset),
+    ``reason`` a code of :mod:`consumers.reasons` that summaries count by, ``detail`` the particulars."""
+
+    where: str
+    reason: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        message = MESSAGES.get(self.reason, self.reason)  # a Source defined elsewhere may bring its own
+        return f"{self.where}: {message} ({self.detail})" if self.detail else f"{self.where}: {message}"
+
+
+class Source:
+    """Base class: iterate to get :class:`Record` and :class:`Malformed` items."""
+
+    position = 0
+    spec: dict = {}
+
+    def __iter__(self) -> Iterator[Record | Malformed]:
+        raise NotImplementedError
+
+    def progress(self) -> tuple[int, int | None, str]:
+        """``(done, total, unit)`` for a progress bar; total is None when unknown."""
+        return self.position, None, "docs"
+
+    @property
+    def name(self) -> str:
+        """A short label (file name, topic) that snapshots and reports use."""
+        return str(self.spec.get("path", ""))
