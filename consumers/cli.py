@@ -21,6 +21,7 @@ import click
 from tqdm import tqdm
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics import config as model_config
 from streamtopics.snapshot import DISPLAY_RELEVANCE
 from streamtopics.text import Tokenizer, english_stop_words
 from streamtopics.state import CorruptStateError
@@ -235,14 +236,15 @@ def _source_kwargs(format_, text_fields, id_field, time_field, time_format, from
 
 def model_options(function):
     options = [
-        click.option("--topics", "n_topics", type=click.IntRange(min=1), default=20, show_default=True,
-                     help="Number of topics K."),
-        click.option("--vocabulary-size", type=click.IntRange(min=2), default=5000, show_default=True,
+        click.option("--topics", "n_topics", type=click.IntRange(min=1), default=model_config.default("n_topics"),
+                     show_default=True, help=model_config.doc("n_topics")),
+        click.option("--vocabulary-size", type=click.IntRange(min=2), default=model_config.default("vocabulary_size"),
+                     show_default=True,
                      help="Words kept (learned from the first --warmup documents). Memory and checkpoints "
-                          "grow with its square: 5,000 words = 100 MB."),
-        click.option("--warmup", type=click.IntRange(min=1), default=1000, show_default=True,
-                     help="Documents the vocabulary is learned from."),
-        click.option("--seed", type=int, default=0, show_default=True),
+                          "grow with its square: 10,000 words = 400 MB."),
+        click.option("--warmup", type=click.IntRange(min=1), default=model_config.default("warmup_documents"),
+                     show_default=True, help=model_config.doc("warmup_documents")),
+        click.option("--seed", type=int, default=model_config.default("seed"), show_default=True),
     ]
     for option in reversed(options):
         function = option(function)

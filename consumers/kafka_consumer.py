@@ -50,6 +50,7 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabulary
+from streamtopics import config as model_config
 
 from .checkpoint import CheckpointStore, Offsets
 from .messages import FORMATS, MessageDecoder
@@ -71,6 +72,11 @@ def _option(default, help: str, **cli):
     """A config field: its default, its help text and how the CLI spells it (``cli``)."""
     factory = {"default_factory": lambda: type(default)()} if isinstance(default, (list, dict)) else {"default": default}
     return field(**factory, metadata={"help": help, **cli})
+
+
+def _model_option(name: str):
+    """A config field that is a model setting: its default and help are the model's own."""
+    return _option(model_config.default(name), model_config.doc(name))
 
 
 # --------------------------------------------------------------------------- configuration
@@ -96,13 +102,13 @@ class ConsumerConfig:
     poll_timeout_ms: int = _option(500, "Longest wait for messages in one poll.")
     # model
     model_name: str = _option("streamtopics", "Model name: the key of snapshot messages.")
-    n_topics: int = _option(20, "Number of topics K.")
+    n_topics: int = _model_option("n_topics")
     vocabulary: str | None = _option(
         None, "Vocabulary file (one word per line); without one it is learned from the first documents.")
-    vocabulary_size: int = _option(10_000, "Words kept when the vocabulary is learned.")
-    warmup_documents: int = _option(1000, "Documents the vocabulary is learned from.")
-    anchor_min_df: str | int = _option("auto", "Documents a candidate anchor word must occur in ('auto' or a number).")
-    seed: int = _option(0, "Random seed of the model.")
+    vocabulary_size: int = _model_option("vocabulary_size")
+    warmup_documents: int = _model_option("warmup_documents")
+    anchor_min_df: str | int = _model_option("anchor_min_df")
+    seed: int = _model_option("seed")
     model_options: dict = _option(
         {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",
         flag="--model-option")

@@ -29,15 +29,16 @@ except ImportError as error:  # `river` resolved to this very file
     ) from error
 
 from . import inference
+from .config import ModelConfig, default
 from .model import StreamingTopicModel
 from .refresh import NotEnoughCandidatesError
 from .snapshot import TopicSnapshot
 
 __all__ = ["AnchorTopics"]
 
-# The engine's own defaults, so that AnchorTopics' signature (which river's clone, repr and checks
-# read) cannot drift from them.
-_ENGINE = {name: p.default for name, p in inspect.signature(StreamingTopicModel).parameters.items()}
+# AnchorTopics' signature (which river's clone, repr and checks read) takes the engine's defaults
+# from their one home, so it cannot drift from them.
+_ENGINE = {name: default(name) for name in ModelConfig.__dataclass_fields__}
 
 
 class AnchorTopics(base.MiniBatchTransformer):
@@ -160,7 +161,7 @@ class AnchorTopics(base.MiniBatchTransformer):
 
     def __init__(
         self,
-        n_topics: int = 20,
+        n_topics: int = _ENGINE["n_topics"],
         vocabulary: list[str] | tuple[str, ...] | None = None,
         vocabulary_size: int = _ENGINE["vocabulary_size"],
         warmup_documents: int = _ENGINE["warmup_documents"],

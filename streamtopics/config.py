@@ -1,0 +1,130 @@
+"""ModelConfig: every setting of a StreamingTopicModel, its default, its check and its doc.
+
+The one place model defaults live: the model, the Kafka consumer's config, the command line's
+model options and river's :class:`~streamtopics.river.AnchorTopics` all read them from here
+(:func:`default`, :func:`doc`). A model's :meth:`~StreamingTopicModel.get_config` is
+:meth:`ModelConfig.to_dict`, which is also what a state file stores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from .anchors import default_min_document_frequency
+from .forgetting import HALF_LIFE_UNITS
+from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
+
+
+def _setting(default, doc: str):
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class ModelConfig:
+    """The settings of a :class:`~streamtopics.model.StreamingTopicModel` (its docstring explains
+    each at length). Checked and normalised on construction: a bad value raises ValueError."""
+
+    n_topics: int = _setting(20, "Number of topics K.")
+    vocabulary_size: int = _setting(10_000, "Words kept when the vocabulary is learned.")
+    warmup_documents: int = _setting(1000, "Documents the vocabulary is learned from.")
+    anchor_min_df: int | str = _setting(
+        "auto", "Documents a candidate anchor word must occur in ('auto' or a number).")
+    max_anchor_candidates: int | None = _setting(3000, "At most this many (most frequent) candidate anchors.")
+    projection_dim: int | None = _setting(1000, "Candidate rows are projected to this many dimensions (None: never).")
+    anchor_cleanup: bool = _setting(True, "Run FastAnchorWords' re-selection pass over the greedy anchors.")
+    anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")
+    n_projections: int | None = _setting(None, "Random directions of the tracker (None: from n_topics).")
+    rp_min_support: float = _setting(DEFAULT_RP_MIN_SUPPORT, "Fraction of documents a tracker candidate occurs in.")
+    recovery: str = _setting("l2", "Topic recovery: 'l2' or 'kl'.")
+    recovery_tol: float = _setting(1e-5, "Convergence tolerance of the recovery solver.")
+    recovery_max_iter: int = _setting(500, "Most solver iterations per word.")
+    warm_start: bool = _setting(True, "Start every word's solve from the previous refresh's solution.")
+    match_threshold: float = _setting(0.5, "A topic keeps its id below this fraction of the median topic distance.")
+    change_threshold: float = _setting(0.5, "A kept topic that moved at least this much (L1) is a change.")
+    refresh_every: int | None = _setting(None, "Refresh after every this many absorbed documents (None: on demand).")
+    batch_size: int = _setting(2048, "Documents buffered before the ingest kernel runs.")
+    max_text_chars: int = _setting(1_000_000, "Longer texts are truncated to this many characters.")
+    seed: int = _setting(0, "Random seed of the model.")
+    refresh_every_seconds: float | None = _setting(None, "Also refresh after this many seconds of refresh_clock.")
+    refresh_clock: str = _setting("stream", "The clock of refresh_every_seconds: 'stream' or 'wall'.")
+    drift_threshold: float | None = _setting(None, "Also refresh when held-out fit drops this many nats per token.")
+    refresh_in_background: bool = _setting(False, "Automatic refreshes run in a background thread.")
+    half_life: float | None = _setting(None, "Forgetting: a document's weight halves after this long (None: exact).")
+    activity_half_life: float | None = _setting(
+        None, "Half-life of the activity that keeps faded words out of the anchors (None: half_life / 8).")
+    half_life_unit: str = _setting("documents", f"The unit of half_life: one of {HALF_LIFE_UNITS}.")
+    history_size: int = _setting(512, "Records kept by the topic history.")
+    min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
+    refine_iterations: int = _setting(10, "Most seeded-refinement iterations per refresh (0: off).")
+    reservoir_size: int = _setting(2000, "Documents kept for refinement.")
+    max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
+    admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
+    vocabulary_sketch_size: int = _setting(1000, "Counters of the open vocabulary's sketch of unknown words.")
+    retire_df: float | None = _setting(None, "Decayed document frequency below which a word may be retired.")
+    window: int | None = _setting(None, "Sliding window: the sums cover only the last this many documents.")
+    background_topic: bool = _setting(True, "Recover a background distribution next to the K topics.")
+    max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
+    death_grace: int = _setting(2, "Refreshes a topic may stay absent before its death is announced.")
+
+    def __post_init__(self):
+        if self.n_topics < 1:
+            raise ValueError("n_topics must be at least 1")
+        if self.anchor_method not in ANCHOR_METHODS:
+            raise ValueError(f"unknown anchor_method {self.anchor_method!r}; use one of {ANCHOR_METHODS}")
+        if self.half_life is not None and self.anchor_method != "fastanchors":
+            raise ValueError("forgetting (half_life) needs anchor_method='fastanchors': the trackers keep exact sums")
+        if self.max_vocabulary is not None and self.anchor_method != "fastanchors":
+            raise ValueError("an open vocabulary needs anchor_method='fastanchors': the trackers have a fixed size")
+        if self.window is not None and (self.half_life is not None or self.anchor_method != "fastanchors"):
+            raise ValueError("a sliding window excludes half_life and needs anchor_method='fastanchors'")
+        if self.half_life_unit not in HALF_LIFE_UNITS:
+            raise ValueError(f"half_life_unit must be one of {HALF_LIFE_UNITS}")
+        if self.max_df is not None and not (0.0 < float(self.max_df) <= 1.0):
+            raise ValueError("max_df is a fraction of the documents, in (0, 1]")
+        if self.max_df is not None and not self.background_topic:
+            raise ValueError("max_df needs background_topic=True: the ceiling's words go to the background")
+        if self.death_grace < 0:
+            raise ValueError("death_grace is a number of refreshes, at least 0")
+        for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
+                     "reservoir_size", "death_grace", "vocabulary_size", "warmup_documents", "batch_size",
+                     "max_text_chars", "seed"):
+            setattr(self, name, int(getattr(self, name)))
+        for name in ("window", "n_projections"):
+            setattr(self, name, None if getattr(self, name) is None else int(getattr(self, name)))
+        for name in ("refresh_in_background", "background_topic"):
+            setattr(self, name, bool(getattr(self, name)))
+        self.min_prevalence = float(self.min_prevalence)
+        self.rp_min_support = float(self.rp_min_support)
+        self.max_df = None if self.max_df is None else float(self.max_df)
+        self.half_life = None if self.half_life is None else float(self.half_life)
+        self.activity_half_life = (None if self.half_life is None
+                                   else float(self.activity_half_life or self.half_life / 8))
+
+    def to_dict(self) -> dict:
+        """``{name: value}`` of every setting (JSON-serialisable; what a state file stores)."""
+        return dataclasses.asdict(self)
+
+    @property
+    def recovers_background(self) -> bool:
+        """Whether refreshes recover a background column (RecoverKL recovers the topics alone)."""
+        return self.background_topic and self.recovery == "l2"
+
+    def min_document_frequency(self, n_docs: float) -> int:
+        """The candidate-anchor threshold for ``n_docs`` documents (``anchor_min_df``)."""
+        if self.anchor_min_df == "auto":
+            return default_min_document_frequency(n_docs)
+        return int(self.anchor_min_df)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig)}
+
+
+def default(name: str):
+    """The default of setting ``name``."""
+    return _FIELDS[name].default
+
+
+def doc(name: str) -> str:
+    """The one-line doc of setting ``name``."""
+    return _FIELDS[name].metadata["doc"]
