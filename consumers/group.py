@@ -55,6 +55,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics.lineage import Lineage
 
 from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
 from .signals import STOP_SIGNALS, ignore_stop_signals, install_graceful_stop
@@ -97,7 +98,7 @@ class GroupView:
             return
         snapshot = self.store.snapshot(version)
         if snapshot is not None and snapshot.vocabulary == model.vocabulary.words:
-            model.snapshot = snapshot
+            model.adopt_lineage(replace(model.lineage.export(), snapshot=snapshot))
             log.info("using the group's snapshot %d", version)
 
     def _announced_version(self) -> int | None:
@@ -182,9 +183,13 @@ class Refresher:
         self._lease = None
         self._stop = threading.Event()
         self._last_key: tuple | None = None
-        self.snapshot: TopicSnapshot | None = None
-        self._coefficients, self._next_topic_id = None, 0
+        self.lineage = Lineage(None, None, 0)  # what the next round continues from
         self.last: dict = {}
+
+    @property
+    def snapshot(self) -> TopicSnapshot | None:
+        """The group's latest snapshot, as this refresher knows it."""
+        return self.lineage.snapshot
 
     @property
     def leading(self) -> bool:
@@ -203,13 +208,13 @@ class Refresher:
         return True
 
     def _take_over_state(self) -> None:
-        self.snapshot, self._last_key = self.store.latest_snapshot(), None
+        snapshot, self._last_key = self.store.latest_snapshot(), None
         state = self.store.load_refresher_state()
-        self._coefficients, self._next_topic_id = None, 0
-        if state is not None and self.snapshot is not None and state[2] == self.snapshot.version:
-            self._coefficients, self._next_topic_id = state[0], state[1]
-        elif self.snapshot is not None:
-            self._next_topic_id = max(self.snapshot.topic_ids) + 1
+        self.lineage = Lineage(snapshot, None, 0)
+        if state is not None and snapshot is not None and state[2] == snapshot.version:
+            self.lineage = Lineage(snapshot, state[0], state[1])
+        elif snapshot is not None:
+            self.lineage = Lineage(snapshot, None, max(snapshot.topic_ids) + 1)
 
     def stop(self) -> None:
         self._stop.set()
@@ -258,20 +263,19 @@ class Refresher:
             return None
         merged = merge_partials(self.store, partials)
         t_merge = time.perf_counter() - t0
-        merged.snapshot, merged._coefficients, merged._next_topic_id = (
-            self.snapshot, self._coefficients, self._next_topic_id)
+        merged.adopt_lineage(self.lineage)
         position = {}
         for (topic, partition), offset in sorted(frontier(partials).items()):
             position.setdefault(topic, {})[str(partition)] = offset
         snapshot = merged.refresh(position=position)
         t_refresh = time.perf_counter() - t0 - t_merge
         self.store.save_snapshot(snapshot)
-        self.store.save_refresher_state(merged._coefficients, merged._next_topic_id, snapshot.version)
+        lineage = merged.lineage.export()
+        self.store.save_refresher_state(lineage.coefficients, lineage.next_topic_id, snapshot.version)
         self.outputs.connect()
         self.outputs.snapshot(snapshot)
         self.outputs.flush()
-        self.snapshot, self._coefficients, self._next_topic_id = (
-            snapshot, merged._coefficients, merged._next_topic_id)
+        self.lineage = lineage
         self._last_key = key
         self.merged = merged
         self.last = {"partials": len(partials), "documents": snapshot.documents_seen, "merge_s": t_merge,

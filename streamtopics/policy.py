@@ -115,6 +115,11 @@ class RefreshPolicy:
         if self.drift is not None:
             self.drift.reset()
 
+    def count_documents_from(self, documents: int) -> None:
+        """Count ``every_documents`` from ``documents`` (e.g. where the owner last refreshed, or
+        skipped a refresh), leaving the clock and the drift baseline as they are."""
+        self._documents = documents
+
     def due(self, documents: int, stream_time=None) -> bool:
         """Whether a refresh is due; the reason is left in :attr:`last_reason`."""
         if self.every_documents and documents - self._documents >= self.every_documents:

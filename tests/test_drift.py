@@ -631,7 +631,7 @@ def test_sliding_window_sums_cover_the_last_w_documents(tmp_path):
         np.testing.assert_allclose(stats.to_dense(), exact.to_dense(), rtol=0, atol=1e-12)
         np.testing.assert_allclose(stats.word_mass, exact.word_mass, rtol=0, atol=1e-12)
         assert np.array_equal(stats.document_frequency, exact.document_frequency)
-        assert m._active_view(stats.view(), None).n_docs == 150 and len(m._window) == 150
+        assert m.ingest.active_view(stats.view(), None).n_docs == 150 and len(m.ingest.window) == 150
     assert model.documents_absorbed == kept.size
     with pytest.raises(ValueError):
         StreamingTopicModel(2, words, window=10, half_life=5)

@@ -191,12 +191,12 @@ def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth
     anchors = np.array([model.vocabulary[w] for w in first.anchors])
     keep = np.arange(1, K)
     partial = recover_topics(view, anchors[keep], background=True)
-    gone = model._publish(partial, None, None)
+    gone = model.lineage.publish(partial, model.vocabulary, view.n_docs)
     assert lost not in gone.topic_ids and not [e for e in gone.events if e["type"] in ("birth", "death")]
     back = model.refresh()
     assert lost in back.topic_ids and not [e for e in back.events if e["type"] in ("birth", "death")]
-    model._publish(partial, None, None)
-    model._publish(partial, None, None)
+    model.lineage.publish(partial, model.vocabulary, view.n_docs)
+    model.lineage.publish(partial, model.vocabulary, view.n_docs)
     death = [e for e in model.snapshot.events if e["type"] == "death"]
     assert death == [{"type": "death", "topic": lost, "anchor": first.anchors[0],
                       "words": [w for w, _ in back.top_words(8, relevance=0.6)[lost]]}]

@@ -1,0 +1,345 @@
+"""Ingest: documents in, statistics up to date (the learning half of a StreamingTopicModel).
+
+Encodes documents against the vocabulary (learning it from the warm-up documents first),
+counts and reports rejections, admits and retires words of an open vocabulary, buffers accepted
+documents and runs the ingest kernel over each full buffer: the co-occurrence sums, the sliding
+window, the random-projection tracker, the activity counter and the refinement reservoir are
+all updated here and nowhere else. It decides nothing about refreshes: each accepted document
+is handed to the ``accepted`` callback, where the model observes drift and schedules them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+import numpy as np
+
+from .config import ModelConfig
+from .cooccurrence import CooccurrenceStats
+from .documents import (
+    DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
+)
+from .forgetting import DecayedCounter
+from .open_vocabulary import OpenVocabulary
+from .refinement import Reservoir
+from .text import Tokenizer
+from .trackers import RandomProjectionTracker, n_projections_for_topics
+from .vocabulary import Vocabulary
+from .window import DocumentWindow
+
+FADING_RATIO = 0.25  # see Ingest.active_view
+RejectHandler = Callable[[Rejection, Any, Any], None]
+
+
+class Ingest:
+    """The statistics a model learns and everything that feeds them.
+
+    ``lineage`` (a :class:`~streamtopics.lineage.RefreshState`) is read when a word is retired (an
+    anchor of the current snapshot never is; its warm-start row is reset); ``refreshing`` says
+    whether a background refresh runs (no word is retired meanwhile); ``accepted`` is called
+    with every accepted document once it is buffered (the snapshot has not seen it: drift
+    measures it as held out)."""
+
+    def __init__(self, config: ModelConfig, tokenizer: Tokenizer | None, on_reject: RejectHandler | None,
+                 lineage, accepted: Callable[[EncodedDocument], None], refreshing: Callable[[], bool]):
+        self.config = config
+        self.tokenizer = tokenizer or Tokenizer()
+        self.encoder = DocumentEncoder(self.tokenizer, config.max_text_chars)
+        self.on_reject = on_reject
+        self.lineage = lineage
+        self.accepted = accepted
+        self.refreshing = refreshing
+        self.vocabulary: Vocabulary | None = None
+        self.stats: CooccurrenceStats | None = None
+        self.tracker: RandomProjectionTracker | None = None
+        self.activity: DecayedCounter | None = None
+        self.window: DocumentWindow | None = None
+        self.open_vocabulary = (None if config.max_vocabulary is None else OpenVocabulary(
+            config.max_vocabulary, config.admit_df, config.vocabulary_sketch_size, config.retire_df))
+        self.replaced_slots: set[int] = set()  # vocabulary slots given to another word since the snapshot
+        self.admitted_at: dict[int, float] = {}  # slot -> decay clock when its word was admitted (grace)
+        self.reservoir = None
+        if config.refine_iterations > 0:
+            self.reservoir = Reservoir(config.reservoir_size, "uniform" if config.half_life is None else "recent")
+        self.warmup: list[tuple[dict, Any, float | None]] = []  # (counts, key, stream time)
+        self.pending: list[EncodedDocument] = []
+        self.pending_keys: list[int] = []
+        self.pending_times: list[float] = []  # half-life in stream time: each pending document's date
+        self.rejections: Counter = Counter()
+        self.oov_tokens = 0.0
+        self.documents_truncated = 0
+        self.stream_time = None
+
+    # ------------------------------------------------------------------ documents in
+    def advance_clock(self, stream_time) -> None:
+        """The stream clock never goes back: an older time leaves it where it is."""
+        if stream_time is not None:
+            self.stream_time = stream_time if self.stream_time is None else max(self.stream_time, stream_time)
+
+    def learn_one(self, document, key=None) -> None:
+        """Absorb one document (see :meth:`StreamingTopicModel.learn_one`)."""
+        if self.vocabulary is None:
+            counts, rejection, truncated = self.encoder.word_counts(document)
+            if rejection is not None:
+                self.reject(rejection, document, key)
+                return
+            self.documents_truncated += truncated
+            self.warmup.append((counts, key, self.stream_time))
+            if len(self.warmup) >= self.config.warmup_documents:
+                self.freeze_vocabulary()
+            return
+        if self.open_vocabulary is not None:
+            counts, rejection, truncated = self.encoder.word_counts(document)
+            if rejection is not None:
+                self.reject(rejection, document, key)
+                return
+            unknown = [w for w in counts if w not in self.vocabulary.index]
+            if unknown:
+                ready = self.open_vocabulary.observe(unknown)
+                if ready:
+                    self._admit(ready)
+            encoded = self.encoder.encode_counts(counts, self.vocabulary)
+            if not isinstance(encoded, Rejection):
+                encoded.truncated = truncated
+            self._accept(encoded, document, key)
+            return
+        self._accept(self.encoder.encode(document, self.vocabulary), document, key)
+
+    def learn_indexed(self, documents, keys, stream_times=None) -> None:
+        """Absorb pre-indexed counts (a scipy sparse matrix or a :class:`DocumentBatch`)."""
+        if self.vocabulary is None:
+            raise ValueError("pre-indexed documents need a vocabulary: pass one to the model")
+        if not isinstance(documents, DocumentBatch):
+            documents = DocumentBatch.from_csr(documents, keys)
+        elif keys is not None:
+            documents = DocumentBatch(documents.indptr, documents.indices, documents.counts,
+                                      np.asarray([key_hash(k) for k in keys], np.uint64))
+        if stream_times is not None:
+            stream_times = list(stream_times)
+            if len(stream_times) != len(documents):
+                raise ValueError("one stream time per document")
+        bounds = zip(documents.indptr[:-1], documents.indptr[1:])
+        for d, (a, b) in enumerate(bounds):
+            if stream_times is not None:
+                self.advance_clock(stream_times[d])
+            ids, counts = documents.indices[a:b], documents.counts[a:b]
+            rejection = validate_indexed(ids, counts, len(self.vocabulary))
+            if rejection is None and (np.any(np.diff(ids) <= 0)):
+                rejection = Rejection("invalid_word_id", "ids must be sorted and unique")
+            if rejection is not None:
+                self.reject(rejection, (ids, counts), int(documents.keys[d]))
+                continue
+            positive = counts > 0
+            self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
+                         hashed_key=int(documents.keys[d]))
+
+    def _accept(self, encoded, document, key, hashed_key: int | None = None) -> None:
+        if isinstance(encoded, Rejection):
+            self.reject(encoded, document, key)
+            return
+        self.oov_tokens += encoded.oov_tokens
+        self.documents_truncated += encoded.truncated
+        if encoded.counts.sum() < 2:
+            self.reject(Rejection("too_short", "fewer than 2 known tokens"), document, key)
+            return
+        if hashed_key is None:
+            hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
+        self.pending.append(encoded)
+        self.pending_keys.append(hashed_key)
+        if self.config.half_life_unit == "stream" and self.config.half_life is not None:
+            self.pending_times.append(np.nan if self.stream_time is None else float(self.stream_time))
+        if self.reservoir is not None:
+            self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
+        if len(self.pending) >= self.config.batch_size:
+            self.flush()
+        self.accepted(encoded)
+
+    def reject(self, rejection: Rejection, document, key) -> None:
+        self.rejections[rejection.reason] += 1
+        if self.on_reject is not None:
+            self.on_reject(rejection, document, key)
+
+    def encode_many(self, documents) -> tuple[DocumentBatch, list[Rejection | None]]:
+        """Encode documents against the vocabulary without learning anything."""
+        if self.vocabulary is None:
+            raise RuntimeError("the model has no vocabulary yet")
+        encoded, outcome = [], []
+        for document in documents:
+            result = self.encoder.encode(document, self.vocabulary)
+            if isinstance(result, Rejection):
+                outcome.append(result)
+                result = EncodedDocument(np.zeros(0, np.int32), np.zeros(0))
+            else:
+                outcome.append(None)
+            encoded.append(result)
+        return DocumentBatch.from_documents(encoded, [0] * len(encoded)), outcome
+
+    # ------------------------------------------------------------------ statistics
+    def flush(self) -> None:
+        """Run the ingest kernel over the buffered documents."""
+        if not self.pending:
+            return
+        batch = DocumentBatch.from_documents(self.pending, self.pending_keys)
+        times = np.array(self.pending_times) if self.pending_times else None
+        self.pending, self.pending_keys, self.pending_times = [], [], []
+        self._ingest(batch, times)
+
+    def _ingest(self, batch: DocumentBatch, stream_times: np.ndarray | None = None) -> None:
+        """Every statistic the model keeps is updated here, from one batch."""
+        self.stats.update(batch, stream_times)
+        if self.window is not None:
+            leaving = self.window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
+            if leaving is not None:
+                self.stats.subtract(leaving)
+        if self.tracker is not None or self.activity is not None:
+            kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
+            if not kept.all():
+                batch = batch.select(np.flatnonzero(kept))
+                stream_times = None if stream_times is None else stream_times[kept]
+        if self.tracker is not None:
+            self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys)
+        if self.activity is not None:
+            self.activity.update(batch.indptr, batch.indices, stream_times)
+
+    @property
+    def documents_absorbed(self) -> int:
+        """Documents whose statistics are in the model (buffered ones included)."""
+        if self.stats is None:
+            return 0
+        return self.stats.n_docs + len(self.pending)
+
+    def statistics(self) -> CooccurrenceStats:
+        """The co-occurrence sums with every buffered document included."""
+        if self.vocabulary is None:
+            self.freeze_vocabulary()
+        self.flush()
+        return self.stats
+
+    def merge(self, other: "Ingest") -> None:
+        """Add another ingest's statistics (a disjoint sub-stream over the same vocabulary)."""
+        if self.config.window is not None or other.config.window is not None:
+            raise ValueError("models with a sliding window cannot be merged (the windows would overlap in time)")
+        if other.vocabulary != self.vocabulary or self.vocabulary is None:
+            raise ValueError("models can only be merged over the same, fixed vocabulary")
+        if (self.tracker is None) != (other.tracker is None) or (self.tracker is not None and (
+                (self.tracker.seed, self.tracker.n_projections) != (other.tracker.seed, other.tracker.n_projections))):
+            raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "
+                             "n_projections, seed) or neither does")
+        self.statistics().merge(other.statistics())
+        if self.activity is not None:
+            self.activity.merge(other.activity)
+        if self.tracker is not None:
+            self.tracker.merge(other.tracker)
+        if self.reservoir is not None and other.reservoir is not None:
+            self.reservoir.merge(other.reservoir)
+        self.rejections.update(other.rejections)
+        self.oov_tokens += other.oov_tokens
+        self.documents_truncated += other.documents_truncated
+
+    def active_view(self, view, activity):
+        """With forgetting: the view whose document frequencies are zero for the words not
+        recently active (see ``activity_half_life``), so they cannot be anchor candidates. With a
+        sliding window: the view whose ``n_docs`` is the documents in the window."""
+        if self.window is not None:
+            out = CooccurrenceStats.__new__(CooccurrenceStats)
+            out.__dict__.update(view.__dict__)
+            out.n_docs = len(self.window)
+            return out
+        if activity is None:
+            return view
+        scale = self.config.activity_half_life / self.config.half_life
+        recent, df = activity.values(), np.asarray(view.document_frequency)
+        threshold = self.config.min_document_frequency(view.n_docs) * scale
+        # active: recent frequency passes the (rescaled) threshold and is at least a quarter of
+        # the word's long-run frequency (a fading word is out ~2 activity half-lives after it stops)
+        active = (recent >= threshold) & (recent >= FADING_RATIO * scale * df)
+        out = CooccurrenceStats.__new__(CooccurrenceStats)
+        out.__dict__.update(view.__dict__)
+        out.document_frequency = np.where(active, df, 0.0)
+        return out
+
+    def reservoir_batch(self) -> DocumentBatch | None:
+        """The refinement reservoir's documents, or None while it holds too few (or is off)."""
+        return None if self.reservoir is None or len(self.reservoir) < 30 else self.reservoir.batch()
+
+    # ------------------------------------------------------------------ vocabulary
+    def set_vocabulary(self, vocabulary: Vocabulary) -> None:
+        """Fix the vocabulary and start empty statistics over it."""
+        config = self.config
+        if len(vocabulary) < config.n_topics:
+            raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {config.n_topics} topics")
+        self.vocabulary = vocabulary
+        self.stats = CooccurrenceStats(len(vocabulary), half_life=config.half_life, half_life_unit=config.half_life_unit)
+        if config.window is not None:
+            self.window = DocumentWindow(config.window)
+        if config.half_life is not None:
+            self.activity = DecayedCounter(len(vocabulary), config.activity_half_life, config.half_life_unit)
+        if config.anchor_method != "fastanchors":
+            n_projections = config.n_projections or n_projections_for_topics(config.n_topics)
+            self.tracker = RandomProjectionTracker(len(vocabulary), n_projections, seed=config.seed)
+
+    def freeze_vocabulary(self) -> None:
+        """Build the vocabulary from the warm-up documents, then absorb them."""
+        if not self.warmup:
+            raise RuntimeError("no documents seen yet: cannot build a vocabulary")
+        self.set_vocabulary(Vocabulary.from_document_counts(
+            (counts for counts, _, _ in self.warmup), self.config.vocabulary_size))
+        warmup, self.warmup = self.warmup, []
+        latest = self.stream_time
+        for counts, key, stream_time in warmup:
+            self.stream_time = stream_time  # each warm-up document keeps its own date
+            self._accept(self.encoder.encode_counts(counts, self.vocabulary), counts, key)
+        self.stream_time = latest
+
+    def _admit(self, words: list[str]) -> None:
+        """Give words ready for admission a vocabulary slot: a new one at the end while there is
+        room, else (forgetting on) the slot of a word that fell out of use
+        (:mod:`~streamtopics.open_vocabulary`). Words that find no slot stay counted in the
+        sketch. A background refresh works on its own copy and is not waited for (the warm start
+        pads what it publishes); no word is retired while one runs."""
+        room = max(self.config.max_vocabulary - len(self.vocabulary), 0)
+        slots = self._retirable_slots(len(words) - room) if len(words) > room else []
+        words = words[: room + len(slots)]
+        if not words:
+            return
+        self.flush()  # buffered documents are encoded against the vocabulary as it was
+        grown, reused = words[:room], words[room:]
+        vocabulary = list(self.vocabulary.words)
+        for slot, word in zip(slots, reused):
+            self.open_vocabulary.retire(vocabulary[slot], self.documents_absorbed)
+            vocabulary[slot] = word
+            self.stats.clear_word(slot)
+            self.activity.clear(slot)
+            if self.reservoir is not None:
+                self.reservoir.drop_word(slot)
+            self.lineage.forget_word(slot)
+            self.replaced_slots.add(slot)
+        self.vocabulary = Vocabulary(vocabulary + grown)
+        if grown:
+            self.stats.grow(len(self.vocabulary))
+            if self.activity is not None:
+                self.activity.grow(len(self.vocabulary))
+        for word in words:
+            self.open_vocabulary.admit(word, self.documents_absorbed)
+        if self.activity is not None:
+            now = self.stats.decay.clock
+            self.admitted_at = {i: t for i, t in self.admitted_at.items() if now - t < self.config.half_life}
+            self.admitted_at.update((self.vocabulary.index[w], now) for w in words)
+
+    def _retirable_slots(self, wanted: int) -> list[int]:
+        """Up to ``wanted`` words that fell out of use, least used first: decayed document
+        frequency below ``retire_df``, not an anchor of the current snapshot, and not admitted
+        within the last half-life (a new word starts from zero: without that grace the next
+        admission would evict it). None without forgetting (nothing fades) or while a
+        background refresh runs."""
+        if self.activity is None or self.refreshing():
+            return []
+        frequency = self.stats.document_frequency * self.stats.decay.scale()
+        faded = np.flatnonzero(frequency < self.open_vocabulary.retire_df)
+        now = self.stats.decay.clock
+        protected = {i for i, t in self.admitted_at.items() if now - t < self.config.half_life}
+        if self.lineage.snapshot is not None:
+            protected |= {self.vocabulary.index.get(w) for w in self.lineage.snapshot.anchors}
+        faded = [int(i) for i in faded[np.argsort(frequency[faded], kind="stable")] if int(i) not in protected]
+        return faded[:wanted]

@@ -1,0 +1,227 @@
+"""The refresh lineage: what one snapshot hands on to the next.
+
+A :class:`RefreshState` holds the last snapshot, the warm-start coefficients, the next topic id,
+the significant topics and the missing topics still within their grace. :meth:`RefreshState.advance`
+turns statistics and that state into the next snapshot (DESIGN 2.3-2.5): anchors, warm-started
+recovery, seeded refinement, alignment of topic ids with the previous snapshot, and the births,
+deaths and changes between them. :class:`Lineage` is the part another refresher may take over
+(the scale-out refresher of ``consumers.group`` does, round after round).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .alignment import MissingTopic, align_topics
+from .config import ModelConfig
+from .refinement import choose_alpha_scale, refine_topics
+from .refresh import match_columns, recover_topics, select_anchors
+from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
+from .vocabulary import Vocabulary
+
+EVENT_WORDS = 10  # top words compared by change events (births and deaths show the first 8)
+
+
+@dataclass
+class Lineage:
+    """The latest snapshot, its warm-start coefficients (V x K, plus the background's column) and
+    the id the next new topic gets: enough for a refresh elsewhere to continue the ids."""
+
+    snapshot: TopicSnapshot | None
+    coefficients: np.ndarray | None
+    next_topic_id: int
+
+
+class RefreshState:
+    """Everything a refresh reads from the ones before it (see the module docstring)."""
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.snapshot: TopicSnapshot | None = None
+        self.coefficients: np.ndarray | None = None
+        self.next_topic_id = 0
+        self.absorbed_at_refresh = 0  # documents absorbed when a refresh last ran (or was skipped)
+        self.significant: set[int] = set()
+        self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
+
+    def export(self) -> Lineage:
+        """The part of the state another refresher continues from."""
+        return Lineage(self.snapshot, self.coefficients, self.next_topic_id)
+
+    def adopt(self, lineage: Lineage) -> None:
+        """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
+        aligns with its snapshot and numbers new topics from its next id."""
+        self.snapshot, self.coefficients, self.next_topic_id = (
+            lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
+
+    def forget_word(self, slot: int) -> None:
+        """A vocabulary slot now holds another word: its warm start becomes uniform."""
+        if self.coefficients is not None:
+            self.coefficients[slot] = 1.0 / self.coefficients.shape[1]
+
+    def advance(self, view, tracker, vocabulary: Vocabulary, n_docs: int, position, reservoir,
+                stream_time, replaced_slots: set[int]) -> tuple[TopicSnapshot, dict]:
+        """The next snapshot from the statistics ``view`` (and ``tracker`` for the tracker-based
+        anchor methods), refined over the ``reservoir`` documents if given; returns it with the
+        timings of its steps. See :meth:`publish` for ``replaced_slots``."""
+        config = self.config
+        t0 = time.perf_counter()
+        ceiling = None if config.max_df is None else config.max_df * view.n_docs  # in (effective) documents
+        anchors = select_anchors(view, config.n_topics, config.min_document_frequency(view.n_docs),
+                                 config.max_anchor_candidates, config.projection_dim, config.anchor_cleanup,
+                                 config.seed, method=config.anchor_method, tracker=tracker,
+                                 min_support=config.rp_min_support, max_df=ceiling)
+        t_anchors = time.perf_counter() - t0
+        start = self._warm_start_point(view, anchors, vocabulary) if config.warm_start else None
+        result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
+                                background=config.recovers_background,
+                                background_words=None if ceiling is None else np.asarray(view.document_frequency) > ceiling)
+        refinement = None
+        t_refine = time.perf_counter()
+        if reservoir is not None:
+            # the background is refined with the topics: both explain the reservoir's tokens
+            columns = (result.topic_word if result.background is None
+                       else np.column_stack([result.topic_word, result.background]))
+            refinement = refine_topics(columns, reservoir, config.refine_iterations)
+            topic_word = refinement.topic_word[:, : config.n_topics]
+            shape = np.asarray(result.alpha, dtype=np.float64)
+            shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
+            scale, _ = choose_alpha_scale(topic_word, shape, reservoir)
+            background = None if result.background is None else refinement.topic_word[:, config.n_topics]
+            result = dataclasses.replace(result, topic_word=topic_word, alpha=scale * shape, background=background)
+        t_refine = time.perf_counter() - t_refine
+        t1 = time.perf_counter()
+        snapshot = self.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
+        timings = {
+            "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
+            "products_s": result.timings["products"], "solve_s": result.timings["solve"],
+            "align_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0,
+            "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
+            "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
+        }
+        if refinement is not None:
+            timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration)
+        return snapshot, timings
+
+    def _warm_start_point(self, stats, anchors: np.ndarray, vocabulary: Vocabulary) -> np.ndarray | None:
+        """The previous solution with its columns reordered to follow the new anchors."""
+        if self.coefficients is None or self.snapshot is None:
+            return None
+        previous = np.array([vocabulary[w] for w in self.snapshot.anchors])
+        mass = stats.word_mass
+        both = np.concatenate([previous, anchors])
+        rows = stats.rows(both) / np.where(mass[both] > 0, mass[both], 1.0)[:, None]
+        mapping = match_columns(rows[: previous.size], rows[previous.size:])
+        coefficients = self.coefficients
+        extra = int(self.config.recovers_background)  # the background's column stays last
+        if coefficients.shape[1] != anchors.size + extra:
+            return None  # saved with the background setting the other way: start cold
+        if coefficients.shape[0] < stats.n_words:  # words admitted since: start them uniform
+            k = coefficients.shape[1]
+            coefficients = np.vstack([coefficients, np.full((stats.n_words - coefficients.shape[0], k), 1.0 / k)])
+        return coefficients[:, np.concatenate([mapping, np.arange(anchors.size, anchors.size + extra)])]
+
+    def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
+                replaced_slots: set[int] | None = None) -> TopicSnapshot:
+        """The snapshot of a :class:`~streamtopics.refresh.Recovery`: topic ids aligned with the
+        previous snapshot and the missing topics, events since it. ``replaced_slots``, the
+        vocabulary slots given to another word since the previous snapshot, are left out of the
+        alignment and the set is emptied (the new snapshot has their new words)."""
+        previous = self.snapshot
+        anchors = [vocabulary.words[w] for w in result.anchors]
+        alignment = self._align(previous, result.topic_word, anchors, replaced_slots)
+        self.coefficients = result.coefficients
+        self.absorbed_at_refresh = n_docs
+        snapshot = TopicSnapshot(
+            version=1 if previous is None else previous.version + 1,
+            documents_seen=n_docs,
+            vocabulary=vocabulary.words[: result.topic_word.shape[0]],  # words admitted meanwhile: not yet
+            topic_word=result.topic_word,
+            anchors=anchors,
+            topic_ids=alignment.topic_ids,
+            prevalence=result.prevalence,
+            alpha=result.alpha,
+            position=position,
+            stream_time=stream_time,
+            background=result.background,
+            background_share=result.background_share,
+        )
+        self.snapshot = snapshot
+        snapshot.events.extend(self._events(previous, snapshot, alignment))
+        return snapshot
+
+    def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str],
+               replaced_slots: set[int] | None):
+        """Ids for the new topics: matched against the previous snapshot's topics and the missing
+        ones still within their grace (:class:`~streamtopics.alignment.MissingTopic`)."""
+        if previous is None:
+            alignment = align_topics(None, None, topic_word, self.next_topic_id, self.config.match_threshold)
+            self.next_topic_id = alignment.next_id
+            return alignment
+        missing = list(self.missing.items())
+        columns = [previous.topic_word] + [m.column[:, None] for _, m in missing]
+        n_words = max(topic_word.shape[0], max(c.shape[0] for c in columns))
+        before = np.column_stack([np.vstack([c, np.zeros((n_words - c.shape[0], c.shape[1]))])  # words admitted since
+                                  for c in columns])[: topic_word.shape[0]]
+        if replaced_slots:  # slots whose word was retired since: not comparable
+            before[sorted(i for i in replaced_slots if i < before.shape[0])] = 0.0
+            replaced_slots.clear()
+        alignment = align_topics(before, list(previous.topic_ids) + [t for t, _ in missing], topic_word,
+                                 self.next_topic_id, self.config.match_threshold,
+                                 list(previous.anchors) + [m.anchor for _, m in missing], anchors)
+        self.next_topic_id = alignment.next_id
+        return alignment
+
+    def _events(self, previous: TopicSnapshot | None, snapshot: TopicSnapshot, alignment) -> list[dict]:
+        """Births, deaths (after the grace) and changes since ``previous``, with their words."""
+        config = self.config
+        top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        before = {} if previous is None else previous.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        gone = set(alignment.deaths)
+        for topic in list(self.missing):
+            if topic in gone:
+                self.missing[topic].refreshes += 1
+            else:
+                del self.missing[topic]  # back under its id
+        for topic in gone - set(self.missing):
+            column = previous.column(topic)
+            self.missing[topic] = MissingTopic(np.array(previous.topic_word[:, column]), previous.anchors[column],
+                                               [w for w, _ in before[topic][:8]])
+        dead = sorted(t for t, m in self.missing.items() if m.refreshes > config.death_grace)
+        if config.min_prevalence > 0:
+            # births and deaths of significant topics: an id whose prevalence reaches the floor is
+            # born, one that falls below it (or is gone past its grace) dies; minor topics make no
+            # events. Hysteresis: a significant topic stays so until it falls below half the floor.
+            share = dict(zip(snapshot.topic_ids, np.asarray(snapshot.prevalence, dtype=np.float64).tolist()))
+            significant = {t for t, p in share.items()
+                           if p >= config.min_prevalence or (t in self.significant and p >= config.min_prevalence / 2)}
+            significant |= self.significant & (set(self.missing) - set(dead))
+            births = [t for t in snapshot.topic_ids if t in significant and t not in self.significant]
+            deaths = sorted(self.significant - significant)
+            self.significant = significant
+        else:
+            births, deaths = alignment.births, dead
+        events = [{"type": "birth", "topic": t, "anchor": snapshot.anchors[snapshot.column(t)],
+                   "words": [w for w, _ in top[t][:8]]} for t in births]
+        for topic in deaths:
+            lost = self.missing.get(topic)
+            events.append({"type": "death", "topic": topic} if lost is None else
+                          {"type": "death", "topic": topic, "anchor": lost.anchor, "words": lost.words})
+        for topic in dead:
+            del self.missing[topic]
+        for k, topic in enumerate(snapshot.topic_ids):
+            if topic not in alignment.distances or topic not in before:
+                continue  # new, or back from missing (no event either way)
+            anchor_before = previous.anchors[previous.column(topic)]
+            moved = alignment.distances[topic]
+            if moved >= config.change_threshold or anchor_before != snapshot.anchors[k]:
+                now, then = [w for w, _ in top[topic]], [w for w, _ in before[topic]]
+                events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
+                               "anchor_before": anchor_before, "anchor_after": snapshot.anchors[k],
+                               "words_in": [w for w in now if w not in then],
+                               "words_out": [w for w in then if w not in now]})
+        return events
