@@ -1,0 +1,75 @@
+"""ModelConfig is the one home of the model's settings: everything else takes its defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+
+import click
+import pytest
+
+from consumers import cli
+from consumers.kafka_consumer import ConsumerConfig
+from streamtopics import StreamingTopicModel
+from streamtopics.config import ModelConfig, default, doc
+from streamtopics.river import AnchorTopics
+
+
+def test_every_setting_has_a_default_and_a_doc():
+    for setting in dataclasses.fields(ModelConfig):
+        assert setting.default is not dataclasses.MISSING, setting.name
+        assert doc(setting.name).strip(), setting.name
+
+
+def test_get_config_is_the_config_and_rebuilds_the_model():
+    model = StreamingTopicModel(3, half_life=800, max_df=0.5)
+    config = model.get_config()
+    assert config == dataclasses.asdict(model.config)
+    assert set(config) == {f.name for f in dataclasses.fields(ModelConfig)}
+    assert config["activity_half_life"] == 100.0  # normalised: half_life / 8
+    assert StreamingTopicModel(**config).get_config() == config
+    assert model.n_topics == 3 and model.max_df == 0.5 and model.vocabulary_size == default("vocabulary_size")
+
+
+def test_consumer_config_takes_the_model_defaults():
+    consumer = ConsumerConfig(topics=["news"])
+    consumer_fields = {f.name: f for f in dataclasses.fields(ConsumerConfig)}
+    for name in ("n_topics", "vocabulary_size", "warmup_documents", "anchor_min_df", "seed"):
+        assert getattr(consumer, name) == default(name), name
+        assert consumer_fields[name].metadata["help"] == doc(name)
+
+
+def test_cli_model_options_take_the_model_defaults():
+    command = cli.model_options(click.command()(lambda **_: None))
+    defaults = {p.name: p.default for p in command.params}
+    assert defaults == {"n_topics": default("n_topics"), "vocabulary_size": default("vocabulary_size"),
+                        "warmup": default("warmup_documents"), "seed": default("seed")}
+    assert defaults["vocabulary_size"] == 10_000
+
+
+def test_anchor_topics_takes_the_model_defaults():
+    for name, parameter in inspect.signature(AnchorTopics).parameters.items():
+        if name in ModelConfig.__dataclass_fields__ and name != "refresh_every":  # river refreshes itself
+            assert parameter.default == default(name), name
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"n_topics": 0}, "n_topics must be at least 1"),
+    ({"anchor_method": "random"}, "unknown anchor_method 'random'"),
+    ({"half_life": 100, "anchor_method": "rp"}, "forgetting (half_life) needs anchor_method='fastanchors'"),
+    ({"max_df": 1.5}, "max_df is a fraction of the documents"),
+    ({"max_df": 0.5, "background_topic": False}, "max_df needs background_topic=True"),
+    ({"death_grace": -1}, "death_grace is a number of refreshes"),
+    ({"half_life_unit": "years"}, "half_life_unit must be one of"),
+])
+def test_an_invalid_setting_raises_with_a_clear_message(settings, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ModelConfig(**settings)
+    with pytest.raises(ValueError):
+        StreamingTopicModel(settings.pop("n_topics", 2), **settings)
+
+
+def test_an_unknown_setting_is_refused():
+    with pytest.raises(TypeError, match="no_such_setting"):
+        StreamingTopicModel(2, no_such_setting=1)
