@@ -35,7 +35,7 @@ def ours(stream, k, refine_iterations, reservoir_size, kind="uniform"):
     model = StreamingTopicModel(k, stream["vocabulary"], refine_iterations=refine_iterations,
                                 reservoir_size=reservoir_size)
     if refine_iterations:
-        model.reservoir = Reservoir(reservoir_size, kind)
+        model.ingest.reservoir = Reservoir(reservoir_size, kind)
     model.learn_many(stream["train"])
     snapshot = model.refresh()
     seconds = time.perf_counter() - t0

@@ -150,6 +150,26 @@ class StreamingTopicModel:
         Called as ``on_reject(rejection, document, key)`` for each rejected document (e.g. to
         route it to a dead-letter topic). Rejections are also counted in :attr:`rejections`.
 
+    Attributes
+    ----------
+    config
+        The settings (:class:`~streamtopics.config.ModelConfig`); each is also an attribute of the
+        model (``model.n_topics``).
+    snapshot
+        The latest published :class:`TopicSnapshot` (None before the first refresh).
+    vocabulary
+        The :class:`Vocabulary` (None while it is learned from the warm-up documents).
+    stats, tracker, activity, reservoir, open_vocabulary
+        The statistics (:meth:`statistics` includes the buffered documents), the tracker of the
+        ``"rp"`` and ``"hybrid"`` methods, the recent document frequencies with forgetting, the
+        documents refinement runs over, and the open vocabulary's sketch (each None when off).
+    rejections, oov_tokens, documents_truncated, documents_absorbed
+        Rejected documents by reason (a Counter), unknown tokens of accepted documents, texts cut
+        at ``max_text_chars``, and documents whose statistics are in the model.
+    ingest, lineage, policy, history
+        The parts: :class:`~streamtopics.ingest.Ingest`, :class:`~streamtopics.lineage.RefreshState`,
+        the :class:`~streamtopics.policy.RefreshPolicy` and the :class:`~streamtopics.history.TopicHistory`.
+
     Examples
     --------
     >>> model = StreamingTopicModel(n_topics=2, vocabulary=["apple", "pear", "goal", "match"],
@@ -183,69 +203,6 @@ class StreamingTopicModel:
         self._pending_refresh: Future | None = None
         if vocabulary is not None:
             self.ingest.set_vocabulary(_as_vocabulary(vocabulary))
-
-    # ------------------------------------------------------------------ the parts' state, as attributes
-    @property
-    def snapshot(self) -> TopicSnapshot | None:
-        """The latest published snapshot (None before the first refresh)."""
-        return self.lineage.snapshot
-
-    @property
-    def vocabulary(self) -> Vocabulary | None:
-        """The vocabulary (None while it is being learned from the warm-up documents)."""
-        return self.ingest.vocabulary
-
-    @property
-    def stats(self) -> CooccurrenceStats | None:
-        """The co-occurrence sums (without the buffered documents: see :meth:`statistics`)."""
-        return self.ingest.stats
-
-    @property
-    def tracker(self):
-        """The random-projection tracker of the ``"rp"`` and ``"hybrid"`` anchor methods, or None."""
-        return self.ingest.tracker
-
-    @property
-    def activity(self) -> DecayedCounter | None:
-        """With forgetting: each word's recent document frequency (``activity_half_life``)."""
-        return self.ingest.activity
-
-    @property
-    def reservoir(self):
-        """The documents refinement runs over, or None with refinement off."""
-        return self.ingest.reservoir
-
-    @property
-    def open_vocabulary(self):
-        """The open vocabulary's sketch and admissions, or None with a fixed vocabulary."""
-        return self.ingest.open_vocabulary
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        return self.ingest.tokenizer
-
-    @property
-    def on_reject(self) -> RejectHandler | None:
-        return self.ingest.on_reject
-
-    @property
-    def rejections(self):
-        """Rejected documents by reason (a Counter)."""
-        return self.ingest.rejections
-
-    @property
-    def oov_tokens(self) -> float:
-        """Tokens of accepted documents that are not in the vocabulary."""
-        return self.ingest.oov_tokens
-
-    @property
-    def documents_truncated(self) -> int:
-        return self.ingest.documents_truncated
-
-    @property
-    def documents_absorbed(self) -> int:
-        """Documents whose statistics are in the model (buffered ones included)."""
-        return self.ingest.documents_absorbed
 
     @property
     def documents_rejected(self) -> int:
@@ -482,13 +439,23 @@ class StreamingTopicModel:
                 f"absorbed={self.documents_absorbed}, rejected={self.documents_rejected}, snapshot={version})")
 
 
-def _setting_property(name: str) -> property:
-    return property(lambda self: getattr(self.config, name), doc=doc(name))
+def _read_only(part: str, name: str, text: str) -> property:
+    return property(lambda self: getattr(getattr(self, part), name), doc=text)
 
 
-for _name in ModelConfig.__dataclass_fields__:  # model.n_topics reads model.config.n_topics
-    setattr(StreamingTopicModel, _name, _setting_property(_name))
-del _name
+#: The parts' state users read on the model (the class docstring's Attributes): ``model.vocabulary``
+#: is ``model.ingest.vocabulary``.
+_PART_ATTRIBUTES = {
+    "lineage": ("snapshot",),
+    "ingest": ("vocabulary", "stats", "tracker", "activity", "reservoir", "open_vocabulary", "tokenizer",
+               "on_reject", "rejections", "oov_tokens", "documents_truncated", "documents_absorbed"),
+}
+for _part, _names in _PART_ATTRIBUTES.items():
+    for _name in _names:
+        setattr(StreamingTopicModel, _name, _read_only(_part, _name, f"``{_part}.{_name}``"))
+for _name in ModelConfig.__dataclass_fields__:  # the settings: model.n_topics is model.config.n_topics
+    setattr(StreamingTopicModel, _name, _read_only("config", _name, doc(_name)))
+del _name, _names, _part
 
 
 def _as_vocabulary(vocabulary) -> Vocabulary:
