@@ -2,7 +2,7 @@
 
 The one place model defaults live: the model, the Kafka consumer's config, the command line's
 model options and river's :class:`~streamtopics.river.AnchorTopics` all read them from here
-(:func:`default`, :func:`doc`). A model's :meth:`~StreamingTopicModel.get_config` is
+(:func:`default`, :func:`doc`). A model's :meth:`~streamtopics.model.StreamingTopicModel.get_config` is
 :meth:`ModelConfig.to_dict`, which is also what a state file stores.
 """
 
@@ -61,7 +61,8 @@ class ModelConfig:
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
     admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
     vocabulary_sketch_size: int = _setting(1000, "Counters of the open vocabulary's sketch of unknown words.")
-    retire_df: float | None = _setting(None, "Decayed document frequency below which a word may be retired.")
+    retire_df: float | None = _setting(
+        None, "Decayed document frequency below which a word may be retired (None: admit_df / 4).")
     window: int | None = _setting(None, "Sliding window: the sums cover only the last this many documents.")
     background_topic: bool = _setting(True, "Recover a background distribution next to the K topics.")
     max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
