@@ -84,13 +84,13 @@ def selection_table(n_words: int, n_topics: int, n_docs: int, repeats: int) -> N
     print("|---|---|---|---|")
     for method in METHODS:
         def run():
-            return select_anchors(stats, n_topics, min_df, model.max_anchor_candidates, model.projection_dim,
+            return select_anchors(stats, n_topics, min_df, model.anchor_candidate_limit(), model.projection_dim,
                                   model.anchor_cleanup, model.seed, method=method, tracker=model.tracker,
                                   min_support=model.rp_min_support)
         anchors = run()  # warm-up; also the result reported
         seconds = median_time(run, repeats)
         if method == "fastanchors":
-            rows = int(min(model.max_anchor_candidates, (stats.document_frequency >= min_df).sum()))
+            rows = int(min(model.anchor_candidate_limit(), (stats.document_frequency >= min_df).sum()))
         else:
             rows = int(model.tracker.candidates(support_mask(stats, min_df, model.rp_min_support)).size)
         found = len(planted & set(anchors.tolist()))
@@ -120,7 +120,7 @@ def accuracy_table(corpus: str, n_topics: int, sizes: list[int]) -> None:
         cells = []
         for method in METHODS:  # what model.refresh() does with anchor_method=method, cold
             t0 = time.perf_counter()
-            anchors = select_anchors(stats, n_topics, model.min_document_frequency(), model.max_anchor_candidates,
+            anchors = select_anchors(stats, n_topics, model.min_document_frequency(), model.anchor_candidate_limit(),
                                      model.projection_dim, model.anchor_cleanup, model.seed, method=method,
                                      tracker=model.tracker, min_support=model.rp_min_support)
             seconds = time.perf_counter() - t0
@@ -131,7 +131,7 @@ def accuracy_table(corpus: str, n_topics: int, sizes: list[int]) -> None:
         batch = DocumentBatch.from_csr(docs)
         big.update(batch.indptr, batch.indices, batch.counts, batch.keys)
         t0 = time.perf_counter()
-        anchors = select_anchors(stats, n_topics, model.min_document_frequency(), model.max_anchor_candidates,
+        anchors = select_anchors(stats, n_topics, model.min_document_frequency(), model.anchor_candidate_limit(),
                                  model.projection_dim, model.anchor_cleanup, model.seed, method="hybrid",
                                  tracker=big, min_support=model.rp_min_support)
         seconds = time.perf_counter() - t0

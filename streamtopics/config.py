@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .anchors import default_min_document_frequency
+from .anchors import default_max_candidates, default_min_document_frequency
 from .forgetting import HALF_LIFE_UNITS
 from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
@@ -30,7 +30,8 @@ class ModelConfig:
     warmup_documents: int = _setting(1000, "Documents the vocabulary is learned from.")
     anchor_min_df: int | str = _setting(
         "auto", "Documents a candidate anchor word must occur in ('auto' or a number).")
-    max_anchor_candidates: int | None = _setting(3000, "At most this many (most frequent) candidate anchors.")
+    max_anchor_candidates: int | str | None = _setting(
+        "auto", "At most this many (most frequent) candidate anchors; 'auto': max(1000, 20 per topic).")
     projection_dim: int | None = _setting(1000, "Candidate rows are projected to this many dimensions (None: never).")
     anchor_cleanup: bool = _setting(True, "Run FastAnchorWords' re-selection pass over the greedy anchors.")
     anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")
@@ -67,10 +68,14 @@ class ModelConfig:
     background_topic: bool = _setting(True, "Recover a background distribution next to the K topics.")
     max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
     death_grace: int = _setting(2, "Refreshes a topic may stay absent before its death is announced.")
+    birth_grace: int = _setting(1, "Refreshes a new topic must last before its birth is announced.")
 
     def __post_init__(self):
         if self.n_topics < 1:
             raise ValueError("n_topics must be at least 1")
+        if not (self.max_anchor_candidates in ("auto", None) or
+                (isinstance(self.max_anchor_candidates, int) and self.max_anchor_candidates >= 1)):
+            raise ValueError("max_anchor_candidates is 'auto', None (no cap) or a positive number of words")
         if self.anchor_method not in ANCHOR_METHODS:
             raise ValueError(f"unknown anchor_method {self.anchor_method!r}; use one of {ANCHOR_METHODS}")
         if self.half_life is not None and self.anchor_method != "fastanchors":
@@ -87,8 +92,10 @@ class ModelConfig:
             raise ValueError("max_df needs background_topic=True: the ceiling's words go to the background")
         if self.death_grace < 0:
             raise ValueError("death_grace is a number of refreshes, at least 0")
+        if self.birth_grace < 0:
+            raise ValueError("birth_grace is a number of refreshes, at least 0")
         for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
-                     "reservoir_size", "death_grace", "vocabulary_size", "warmup_documents", "batch_size",
+                     "reservoir_size", "death_grace", "birth_grace", "vocabulary_size", "warmup_documents", "batch_size",
                      "max_text_chars", "seed"):
             setattr(self, name, int(getattr(self, name)))
         for name in ("window", "n_projections"):
@@ -110,6 +117,12 @@ class ModelConfig:
     def recovers_background(self) -> bool:
         """Whether refreshes recover a background column (RecoverKL recovers the topics alone)."""
         return self.background_topic and self.recovery == "l2"
+
+    def candidate_limit(self) -> int | None:
+        """The cap on candidate anchors in force (``max_anchor_candidates``)."""
+        if self.max_anchor_candidates == "auto":
+            return default_max_candidates(self.n_topics)
+        return self.max_anchor_candidates
 
     def min_document_frequency(self, n_docs: float) -> int:
         """The candidate-anchor threshold for ``n_docs`` documents (``anchor_min_df``)."""

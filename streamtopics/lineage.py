@@ -47,6 +47,7 @@ class RefreshState:
         self.absorbed_at_refresh = 0  # documents absorbed when a refresh last ran (or was skipped)
         self.significant: set[int] = set()
         self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
+        self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
@@ -72,7 +73,7 @@ class RefreshState:
         t0 = time.perf_counter()
         ceiling = None if config.max_df is None else config.max_df * view.n_docs  # in (effective) documents
         anchors = select_anchors(view, config.n_topics, config.min_document_frequency(view.n_docs),
-                                 config.max_anchor_candidates, config.projection_dim, config.anchor_cleanup,
+                                 config.candidate_limit(), config.projection_dim, config.anchor_cleanup,
                                  config.seed, method=config.anchor_method, tracker=tracker,
                                  min_support=config.rp_min_support, max_df=ceiling)
         t_anchors = time.perf_counter() - t0
@@ -205,6 +206,7 @@ class RefreshState:
             self.significant = significant
         else:
             births, deaths = alignment.births, dead
+        births, deaths = self._debounced(previous, snapshot, births, deaths)
         events = [{"type": "birth", "topic": t, "anchor": snapshot.anchors[snapshot.column(t)],
                    "words": [w for w, _ in top[t][:8]]} for t in births]
         for topic in deaths:
@@ -225,3 +227,21 @@ class RefreshState:
                                "words_in": [w for w in now if w not in then],
                                "words_out": [w for w in then if w not in now]})
         return events
+
+    def _debounced(self, previous, snapshot: TopicSnapshot, births: list[int], deaths: list[int]):
+        """Births announced once the topic has lasted ``birth_grace`` refreshes (the first
+        snapshot's at once); a topic that dies unannounced makes no event."""
+        if previous is None or self.config.birth_grace == 0:
+            return births, deaths
+        present = set(snapshot.topic_ids)
+        for topic in list(self.unannounced):
+            if topic in present:
+                self.unannounced[topic] += 1
+        self.unannounced.update({t: 0 for t in births})
+        announced = [t for t in snapshot.topic_ids if self.unannounced.get(t, -1) >= self.config.birth_grace]
+        for topic in announced:
+            del self.unannounced[topic]
+        silent = {t for t in deaths if t in self.unannounced}
+        for topic in silent:
+            del self.unannounced[topic]
+        return announced, [t for t in deaths if t not in silent]

@@ -53,7 +53,8 @@ class StreamingTopicModel:
         Documents a word must occur in to be a candidate anchor; ``"auto"`` grows with the
         stream (:func:`~streamtopics.anchors.default_min_document_frequency`).
     max_anchor_candidates
-        At most this many candidates (the most frequent) enter the anchor search.
+        At most this many candidates (the most frequent) enter the anchor search; ``"auto"``
+        (default): ``max(1000, 20 K)`` (:func:`~streamtopics.anchors.default_max_candidates`).
     projection_dim
         Candidate rows are randomly projected to this many dimensions when the vocabulary is
         larger (None: never).
@@ -126,6 +127,10 @@ class StreamingTopicModel:
         word it explains leaves the topics, so words common to every document do not lead every
         topic (:func:`~streamtopics.refresh.recover_topics`). Default True; used with
         ``recovery="l2"`` (RecoverKL recovers the topics alone).
+    birth_grace
+        Refreshes a topic new after the first snapshot must last before its birth is announced
+        (with its words as they are then); one that vanishes sooner makes no event at all. 0:
+        births are announced at once. Default 1.
     death_grace
         Refreshes a topic may stay absent before its death is announced: one that returns
         within them (matched by anchor, L1 or top words to its last appearance) keeps its id and
@@ -263,6 +268,10 @@ class StreamingTopicModel:
         if self.config.anchor_min_df == "auto" and view is None:
             view = self.statistics().view()
         return self.config.min_document_frequency(None if view is None else view.n_docs)
+
+    def anchor_candidate_limit(self) -> int | None:
+        """The cap on candidate anchors in force (``max_anchor_candidates``, resolved)."""
+        return self.config.candidate_limit()
 
     def _maybe_refresh(self) -> None:
         policy = self.policy

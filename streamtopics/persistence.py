@@ -3,7 +3,7 @@
 The file holds the configuration (:meth:`~streamtopics.config.ModelConfig.to_dict`), the
 tokenizer, the ingest side (vocabulary, sums, tracker, activity, window, reservoir, warm-up
 documents, counters, open vocabulary) and the refresh lineage (snapshot, warm-start
-coefficients, next topic id, significant topics), so a loaded model continues exactly where
+coefficients, next topic id, significant topics, topics within their birth or death grace), so a loaded model continues exactly where
 the saved one stopped.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .alignment import MissingTopic
 from .cooccurrence import CooccurrenceStats
 from .forgetting import DecayedCounter
 from .history import TopicHistory
@@ -51,6 +52,8 @@ def save_model(model, path) -> Path:
         arrays["snapshot.topic_word"] = snapshot.topic_word
         if snapshot.background is not None:
             arrays["snapshot.background"] = snapshot.background
+    for topic, missing in lineage.missing.items():
+        arrays[f"missing.{topic}"] = missing.column
     meta = {
         "config": model.config.to_dict(),
         "tokenizer": ingest.tokenizer.get_config(),
@@ -64,6 +67,8 @@ def save_model(model, path) -> Path:
         "snapshot": None if snapshot is None else _snapshot_meta(snapshot),
         "history": model.history.to_dict(),
         "significant": sorted(lineage.significant),
+        "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in lineage.missing.items()],
+        "unannounced": [[t, n] for t, n in lineage.unannounced.items()],
         "open_vocabulary": None if ingest.open_vocabulary is None else ingest.open_vocabulary.to_dict(),
         "replaced_slots": sorted(ingest.replaced_slots),
         "admitted_at": [[i, t] for i, t in sorted(ingest.admitted_at.items())],
@@ -112,6 +117,9 @@ def load_model(cls, path, on_reject=None):
         model.history = TopicHistory.from_dict(meta["history"])
     ingest.stream_time = meta.get("stream_time")
     lineage.significant = set(meta.get("significant", []))
+    lineage.missing = {int(t): MissingTopic(arrays[f"missing.{t}"], anchor, list(words), int(refreshes))
+                       for t, anchor, words, refreshes in meta.get("missing", [])}
+    lineage.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
     ingest.replaced_slots = set(meta.get("replaced_slots", []))
     ingest.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
     if meta.get("open_vocabulary") is not None:

@@ -93,7 +93,8 @@ class AnchorTopics(base.MiniBatchTransformer):
         Documents a word must occur in to be a candidate anchor word; ``"auto"`` grows with the
         stream.
     max_anchor_candidates
-        At most this many candidate anchor words (the most frequent) are searched.
+        At most this many candidate anchor words (the most frequent) are searched ("auto":
+        max(1000, 20 per topic)).
     projection_dim
         Candidate rows are randomly projected to this many dimensions during the anchor search
         when the vocabulary is larger (None: never).

@@ -20,7 +20,7 @@ METHODS = ("fastanchors", "rp", "hybrid")
 def anchors_of(model, method):
     """What model.refresh() would select with `method`, on the model's statistics and tracker."""
     return select_anchors(model.statistics(), model.n_topics, model.min_document_frequency(),
-                          model.max_anchor_candidates, model.projection_dim, model.anchor_cleanup,
+                          model.anchor_candidate_limit(), model.projection_dim, model.anchor_cleanup,
                           model.seed, method=method, tracker=model.tracker, min_support=model.rp_min_support)
 
 

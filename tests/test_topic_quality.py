@@ -200,3 +200,56 @@ def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth
     death = [e for e in model.snapshot.events if e["type"] == "death"]
     assert death == [{"type": "death", "topic": lost, "anchor": first.anchors[0],
                       "words": [w for w, _ in back.top_words(8, relevance=0.6)[lost]]}]
+
+
+def _grace_model(truth, **settings):
+    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, **settings)
+    model.learn_many(with_boilerplate(truth, 6000, seed=9))
+    first = model.refresh()
+    view = model.statistics().view()
+    anchors = np.array([model.vocabulary[w] for w in first.anchors])
+    return model, first, view, anchors
+
+
+def _publish_with_anchors(model, view, anchors):
+    from streamtopics.refresh import recover_topics
+
+    return model.lineage.publish(recover_topics(view, anchors, background=True), model.vocabulary, view.n_docs)
+
+
+def birth_and_death_events(snapshot):
+    return [e for e in snapshot.events if e["type"] in ("birth", "death")]
+
+
+def test_a_topic_that_flickers_for_one_refresh_makes_no_event(truth):
+    model, first, view, anchors = _grace_model(truth, birth_grace=1, death_grace=0)
+    # one refresh whose topic 0 is anchored elsewhere: a new topic in place of an old one
+    other = next(i for i in np.argsort(-np.asarray(view.document_frequency))
+                 if i not in anchors and WORDS[i].startswith("w"))
+    flicker = _publish_with_anchors(model, view, np.concatenate([[other], anchors[1:]]))
+    newcomer = next(t for t in flicker.topic_ids if t not in first.topic_ids)
+    assert not [e for e in flicker.events if e["type"] == "birth"]  # not yet announced
+    again = model.refresh()  # the old topics again: the newcomer vanished within its grace
+    assert newcomer not in again.topic_ids
+    assert all(e["topic"] != newcomer for e in birth_and_death_events(again))
+    # the same newcomer lasting a second refresh is announced then, with its words
+    model, first, view, anchors = _grace_model(truth, birth_grace=1, death_grace=0)
+    changed = np.concatenate([[other], anchors[1:]])
+    one = _publish_with_anchors(model, view, changed)
+    two = _publish_with_anchors(model, view, changed)
+    newcomer = next(t for t in one.topic_ids if t not in first.topic_ids)
+    births = [e for e in two.events if e["type"] == "birth"]
+    assert [e["topic"] for e in births] == [newcomer]
+    assert births[0]["words"] == [w for w, _ in two.top_words(8, relevance=0.6)[newcomer]]
+
+
+def test_grace_state_survives_save_and_load(truth, tmp_path):
+    model, first, view, anchors = _grace_model(truth, death_grace=2)
+    _publish_with_anchors(model, view, anchors[1:])  # topic 0 missing, within its grace
+    restored = StreamingTopicModel.load(model.save(tmp_path / "grace.state"))
+    assert restored.lineage.missing.keys() == model.lineage.missing.keys() == {first.topic_ids[0]}
+    for m in (model, restored):
+        _publish_with_anchors(m, view, anchors[1:])
+    expected, got = (_publish_with_anchors(m, view, anchors[1:]) for m in (model, restored))
+    assert birth_and_death_events(got) == birth_and_death_events(expected)
+    assert [e["topic"] for e in birth_and_death_events(got) if e["type"] == "death"] == [first.topic_ids[0]]
