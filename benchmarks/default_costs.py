@@ -1,0 +1,74 @@
+"""What the quality defaults of issue 14 cost: ingest and warm refresh, new defaults against the
+previous ones (``refine_iterations=0, background_topic=False``), in one run.
+
+Ingest: ``learn_many`` on pre-indexed NYT-shaped documents (V words, 300 tokens, Zipf-like), the
+model's whole per-document path (the refinement reservoir included), median of 3 passes.
+Refresh: a separable synthetic model (K topics, Dirichlet(0.1), 300-token documents), a cold
+refresh after M documents, then a warm one after 10 % more; the warm one is what a stream pays.
+
+    python -m benchmarks.default_costs --words 15000 --topics 100
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import scipy.sparse as sp
+
+from benchmarks.common import machine, median_time, zipf_batch
+from streamtopics import StreamingTopicModel
+from streamtopics.synthetic import semi_synthetic, separable_topics
+
+SETTINGS = {"new defaults": {}, "previous defaults": {"refine_iterations": 0, "background_topic": False}}
+
+
+def as_csr(batch) -> sp.csr_matrix:
+    return sp.csr_matrix((batch.counts, batch.indices, batch.indptr), shape=(len(batch), int(batch.indices.max()) + 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--words", type=int, default=15000)
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--docs", type=int, default=30000)
+    parser.add_argument("--ingest-docs", type=int, default=20000)
+    args = parser.parse_args()
+    vocabulary = [f"w{i}" for i in range(args.words)]
+    print(f"# {machine()}")
+
+    stream = as_csr(zipf_batch(args.ingest_docs, args.words, 300, 1.0, seed=3))
+    stream.resize((stream.shape[0], args.words))
+    print("\n| settings | ingest docs/s (median of 3) |\n|---|---|")
+    rates = {}
+    for name, settings in SETTINGS.items():
+        StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings).learn_many(stream[:200])  # compile
+        seconds = median_time(lambda: StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
+                              .learn_many(stream))
+        rates[name] = stream.shape[0] / seconds
+        print(f"| {name} | {rates[name]:,.0f} |")
+    print(f"ingest ratio new / previous: {rates['new defaults'] / rates['previous defaults']:.3f}")
+
+    truth = separable_topics(args.words, args.topics, anchor_mass=0.05, seed=1)
+    docs, _ = semi_synthetic(truth.topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
+    print(f"\n| settings | cold refresh s ({args.docs} docs) | warm refresh s (+10 %) | warm: solve s | "
+          "warm: solver iterations mean / max | warm: refinement s |\n|---|---|---|---|---|---|")
+    for name, settings in SETTINGS.items():
+        model = StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
+        model.learn_many(docs[: args.docs])
+        model.refresh()  # compiles the kernels; the figure below is a second model's
+        model = StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
+        model.learn_many(docs[: args.docs])
+        model.refresh()
+        cold = model.last_refresh["total_s"]
+        model.learn_many(docs[args.docs:])
+        model.refresh()
+        warm = model.last_refresh
+        print(f"| {name} | {cold:.2f} | {warm['total_s']:.2f} | {warm['solve_s']:.2f} | "
+              f"{warm['iterations_mean']:.1f} / {warm['iterations_max']} | {warm['refine_s']:.2f} |")
+        del model
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
