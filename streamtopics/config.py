@@ -78,12 +78,8 @@ class ModelConfig:
             raise ValueError("max_anchor_candidates is 'auto', None (no cap) or a positive number of words")
         if self.anchor_method not in ANCHOR_METHODS:
             raise ValueError(f"unknown anchor_method {self.anchor_method!r}; use one of {ANCHOR_METHODS}")
-        if self.half_life is not None and self.anchor_method != "fastanchors":
-            raise ValueError("forgetting (half_life) needs anchor_method='fastanchors': the trackers keep exact sums")
-        if self.max_vocabulary is not None and self.anchor_method != "fastanchors":
-            raise ValueError("an open vocabulary needs anchor_method='fastanchors': the trackers have a fixed size")
-        if self.window is not None and (self.half_life is not None or self.anchor_method != "fastanchors"):
-            raise ValueError("a sliding window excludes half_life and needs anchor_method='fastanchors'")
+        if self.window is not None and self.half_life is not None:
+            raise ValueError("a sliding window excludes half_life: the window already forgets")
         if self.half_life_unit not in HALF_LIFE_UNITS:
             raise ValueError(f"half_life_unit must be one of {HALF_LIFE_UNITS}")
         if self.max_df is not None and not (0.0 < float(self.max_df) <= 1.0):

@@ -192,13 +192,15 @@ class Ingest:
             leaving = self.window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
             if leaving is not None:
                 self.stats.subtract(leaving)
+                if self.tracker is not None:
+                    self.tracker.subtract(leaving.indptr, leaving.indices, leaving.counts, leaving.keys)
         if self.tracker is not None or self.activity is not None:
             kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
             if not kept.all():
                 batch = batch.select(np.flatnonzero(kept))
                 stream_times = None if stream_times is None else stream_times[kept]
         if self.tracker is not None:
-            self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys)
+            self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys, stream_times)
         if self.activity is not None:
             self.activity.update(batch.indptr, batch.indices, stream_times)
 
@@ -277,7 +279,8 @@ class Ingest:
             self.activity = DecayedCounter(len(vocabulary), config.activity_half_life, config.half_life_unit)
         if config.anchor_method != "fastanchors":
             n_projections = config.n_projections or n_projections_for_topics(config.n_topics)
-            self.tracker = RandomProjectionTracker(len(vocabulary), n_projections, seed=config.seed)
+            self.tracker = RandomProjectionTracker(len(vocabulary), n_projections, seed=config.seed,
+                                                   half_life=config.half_life, half_life_unit=config.half_life_unit)
 
     def freeze_vocabulary(self) -> None:
         """Build the vocabulary from the warm-up documents, then absorb them."""
@@ -311,6 +314,8 @@ class Ingest:
             vocabulary[slot] = word
             self.stats.clear_word(slot)
             self.activity.clear(slot)
+            if self.tracker is not None:
+                self.tracker.clear_word(slot)
             if self.reservoir is not None:
                 self.reservoir.drop_word(slot)
             self.lineage.forget_word(slot)
@@ -318,6 +323,8 @@ class Ingest:
         self.vocabulary = Vocabulary(vocabulary + grown)
         if grown:
             self.stats.grow(len(self.vocabulary))
+            if self.tracker is not None:
+                self.tracker.grow(len(self.vocabulary))
             if self.activity is not None:
                 self.activity.grow(len(self.vocabulary))
         for word in words:

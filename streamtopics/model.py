@@ -96,12 +96,12 @@ class StreamingTopicModel:
         or each ``half_life`` seconds of stream time (``"stream"``: documents are dated by the
         ``stream_time`` given to :meth:`learn_one`/:meth:`learn_many`; one without a time, or
         older than the latest seen, takes the latest seen); done lazily, so ingestion stays O(document)
-        (:class:`~streamtopics.forgetting.DecayClock`). None (default): exact sums. Needs
-        ``anchor_method="fastanchors"`` (the trackers do not forget).
+        (:class:`~streamtopics.forgetting.DecayClock`). None (default): exact sums. With
+        ``anchor_method="rp"``/``"hybrid"`` the trackers forget with the same clock.
     window
         Sliding window (issue 4): the sums cover only the last ``window`` documents, each
         subtracted when it leaves (:mod:`~streamtopics.window`; keeps those documents, so memory
-        grows with W). Not with ``half_life``; needs ``anchor_method="fastanchors"``.
+        grows with W). Not with ``half_life``.
     activity_half_life
         With forgetting, only words whose document frequency decayed with this shorter
         half-life (same unit; default ``half_life / 8``) passes the candidate threshold, rescaled, can be

@@ -18,8 +18,11 @@ clustered into anchor groups by :mod:`streamtopics.candidate_clustering`.
 
 Public API
 ----------
-``RandomProjectionTracker(n_words, n_projections, seed)``  running sums; update / merge / grow /
-    state_dict / from_state_dict / nbytes / candidates / projections / signal_fraction
+``RandomProjectionTracker(n_words, n_projections, seed, half_life=None)``  running sums; update /
+    subtract (sliding window) / merge / grow / clear_word (open vocabulary) / state_dict /
+    from_state_dict / nbytes / candidates / projections / signal_fraction.  With ``half_life``
+    the sums forget exponentially, lazily, with the same clock as the co-occurrence sums
+    (:class:`~streamtopics.forgetting.DecayClock`).
 ``n_projections_for_topics(K)``                      P for ~0.95 anchor recall with K topics
 
 Deviation from the paper, measured (``benchmarks/tracker_recall.py``): ranking by the plain
@@ -38,6 +41,7 @@ import numpy as np
 from numba import njit, prange
 
 from .directions import document_directions
+from .forgetting import DecayClock
 
 __all__ = ["DEFAULT_N_PROJECTIONS", "RandomProjectionTracker", "n_projections_for_topics"]
 
@@ -46,7 +50,7 @@ __all__ = ["DEFAULT_N_PROJECTIONS", "RandomProjectionTracker", "n_projections_fo
 DEFAULT_N_PROJECTIONS = 512
 
 # Format version of state_dict(); bump when the layout changes.
-_STATE_VERSION = 1
+_STATE_VERSION = 2  # 2: weight_sq and the decay clock (1 had neither: read as exact sums)
 
 # Documents per internal block in update(): bounds the temporary (block x P) direction matrix.
 # Splitting a batch into blocks does not change any sum (per-word summation is in stream order).
@@ -138,8 +142,9 @@ def _balanced_chunks(wstart, n_chunks):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _accumulate(S, T, U, Pm, G, words, wstart, ent_doc, ent_w, ent_u, bounds):
-    """S[i] += w, T[i] += w*w, U[i] += u, Pm[i, :] += w * G[d, :] per entry, parallel over words.
+def _accumulate(S, T, U, Pm, G, words, wstart, ent_doc, ent_w, ent_u, bounds, t_sign):
+    """S[i] += w, T[i] += t_sign*w*w, U[i] += u, Pm[i, :] += w * G[d, :] per entry, parallel
+    over words (t_sign = -1 with negated w and u removes documents).
 
     Each word's row is owned by exactly one thread and its entries are added in document order,
     so the result is bit-identical to a serial document-by-document loop, for any number of
@@ -159,7 +164,7 @@ def _accumulate(S, T, U, Pm, G, words, wstart, ent_doc, ent_w, ent_u, bounds):
                 w = ent_w[e]
                 g = G[ent_doc[e]]
                 s += w
-                s2 += w * w
+                s2 += t_sign * w * w
                 su += ent_u[e]
                 for j in range(P):
                     row[j] += w * g[j]
@@ -225,7 +230,8 @@ class RandomProjectionTracker:
     document -- an order of magnitude faster than the co-occurrence kernel.
     """
 
-    def __init__(self, n_words: int, n_projections: int = DEFAULT_N_PROJECTIONS, seed: int = 0):
+    def __init__(self, n_words: int, n_projections: int = DEFAULT_N_PROJECTIONS, seed: int = 0,
+                 half_life: float | None = None, half_life_unit: str = "documents"):
         n_words = int(n_words)
         n_projections = int(n_projections)
         if n_words < 0:
@@ -234,11 +240,13 @@ class RandomProjectionTracker:
             raise ValueError("n_projections must be >= 1")
         self.seed = int(seed)
         self.n_projections = n_projections
-        self.n_docs = 0  # documents with n_d > 0 absorbed
+        self.n_docs = 0  # documents with n_d > 0 absorbed (minus those removed by subtract)
         self.S = np.zeros(n_words, dtype=np.float64)
         self.T = np.zeros(n_words, dtype=np.float64)
         self.U = np.zeros(n_words, dtype=np.float64)
         self.P = np.zeros((n_words, n_projections), dtype=np.float64)
+        self.weight_sq = 0.0  # sum_d w_d^2 over the documents counted (n_docs without forgetting)
+        self.decay = None if half_life is None else DecayClock(half_life, half_life_unit)
 
     _ARRAYS = ("S", "T", "U", "P")
 
@@ -258,14 +266,40 @@ class RandomProjectionTracker:
         )
 
     # -- ingestion ----------------------------------------------------------------------------
-    def update(self, indptr, indices, counts, keys) -> int:
+    def update(self, indptr, indices, counts, keys, stream_times=None) -> int:
         """Add a CSR batch of documents; returns the number of documents absorbed (n_d > 0).
 
         indptr int64 (B+1), indices int32 word ids (unique within a document), counts float64
-        > 0 (token counts), keys uint64 (B) hashes of the documents' keys.  Raises ValueError on
-        malformed input (the ingestion layer filters bad documents before this point); nothing
-        is added when it raises.  Releases the GIL inside the kernels.
+        > 0 (token counts), keys uint64 (B) hashes of the documents' keys.  With forgetting, a
+        document weighs ``2^(-(T - t_d) / half_life)`` in S and P (its square in T and U), t_d
+        its arrival index or its ``stream_times`` entry (as in the co-occurrence sums).  Raises
+        ValueError on malformed input (the ingestion layer filters bad documents before this
+        point); nothing is added when it raises.  Releases the GIL inside the kernels.
         """
+        indptr, indices, counts, keys = self._checked(indptr, indices, counts, keys)
+        B = indptr.shape[0] - 1
+        if B == 0:
+            return 0
+        weights = None
+        if self.decay is not None:
+            weights = self.decay.weights(self.decay.times(B, stream_times), self._rescale)
+        used = self._add(indptr, indices, counts, keys, weights, 1.0)
+        self.n_docs += used
+        return used
+
+    def subtract(self, indptr, indices, counts, keys) -> int:
+        """Remove documents added before (a sliding window's leaving documents; exact sums
+        only): the same kernel with the entries negated.  Returns the documents removed."""
+        if self.decay is not None:
+            raise ValueError("a sliding window and forgetting do not combine")
+        indptr, indices, counts, keys = self._checked(indptr, indices, counts, keys)
+        if indptr.shape[0] == 1:
+            return 0
+        used = self._add(indptr, indices, counts, keys, None, -1.0)
+        self.n_docs -= used
+        return used
+
+    def _checked(self, indptr, indices, counts, keys):
         indptr = np.ascontiguousarray(indptr, dtype=np.int64).reshape(-1)
         indices = np.ascontiguousarray(indices, dtype=np.int32).reshape(-1)
         counts = np.ascontiguousarray(counts, dtype=np.float64).reshape(-1)
@@ -276,7 +310,7 @@ class RandomProjectionTracker:
         if keys.shape[0] != B:
             raise ValueError(f"keys has {keys.shape[0]} entries, expected {B}")
         if B == 0:
-            return 0
+            return indptr, indices, counts, keys
         if indices.shape[0] != counts.shape[0]:
             raise ValueError("indices and counts differ in length")
         if np.any(np.diff(indptr) < 0) or indptr[0] < 0 or indptr[-1] > indices.shape[0]:
@@ -289,8 +323,14 @@ class RandomProjectionTracker:
             cv = counts[lo:hi]
             if not np.all(np.isfinite(cv)) or np.any(cv <= 0.0):
                 raise ValueError("counts must be finite and > 0")
+        return indptr, indices, counts, keys
+
+    def _add(self, indptr, indices, counts, keys, weights, sign: float) -> int:
+        """Run the kernel over a checked batch, block by block: entries times ``sign`` and the
+        documents' ``weights`` (None: 1; T and U take the squares)."""
         used = 0
         n_chunks = max(1, 8 * numba.get_num_threads())
+        B = indptr.shape[0] - 1
         for b0 in range(0, B, _DOC_BLOCK):
             b1 = min(B, b0 + _DOC_BLOCK)
             ip = indptr[b0 : b1 + 1]
@@ -299,14 +339,36 @@ class RandomProjectionTracker:
             words, wstart, ent_doc, ent_w, ent_u, n_used = _group_by_word(
                 ip, indices, counts, self.n_words
             )
+            if weights is not None:
+                w = weights[b0:b1]
+                ent_w *= w[ent_doc]
+                ent_u *= (w * w)[ent_doc]
+                self.weight_sq += float(np.sum((w * w)[np.diff(ip) > 0]))
+            else:
+                self.weight_sq += sign * int(n_used)
+            if sign != 1.0:
+                ent_w *= sign
+                ent_u *= sign
             G = document_directions(keys[b0:b1], self.n_projections, self.seed)
             bounds = _balanced_chunks(wstart, min(n_chunks, max(1, words.shape[0])))
             _accumulate(
-                self.S, self.T, self.U, self.P, G, words, wstart, ent_doc, ent_w, ent_u, bounds
+                self.S, self.T, self.U, self.P, G, words, wstart, ent_doc, ent_w, ent_u, bounds, sign
             )
             used += int(n_used)
-        self.n_docs += used
         return used
+
+    def _rescale(self, factor: float) -> None:
+        """Multiply the stored sums by the decay ``factor`` (its square for the squared sums)."""
+        self.S *= factor
+        self.P *= factor
+        for a in ("T", "U"):
+            getattr(self, a)[...] *= factor * factor
+        self.weight_sq *= factor * factor
+
+    def clear_word(self, word: int) -> None:
+        """Forget one word (an open vocabulary gives its slot to another word): zero sums."""
+        for a in self._ARRAYS:
+            getattr(self, a)[word] = 0.0
 
     def merge(self, other: "RandomProjectionTracker") -> "RandomProjectionTracker":
         """Add another tracker's sums (a disjoint sub-stream) into this one; returns self."""
@@ -322,9 +384,14 @@ class RandomProjectionTracker:
             raise ValueError(
                 f"n_words differs ({self.n_words} vs {other.n_words}); grow() the smaller first"
             )
+        if (self.decay is None) != (other.decay is None):
+            raise ValueError("cannot merge a forgetting tracker with an exact one")
+        if self.decay is not None:
+            self.decay.settle_for_merge(other.decay, self._rescale, other._rescale)
         for a in self._ARRAYS:
             np.add(getattr(self, a), getattr(other, a), out=getattr(self, a))
         self.n_docs += other.n_docs
+        self.weight_sq += other.weight_sq
         return self
 
     def grow(self, n_words: int) -> None:
@@ -348,7 +415,10 @@ class RandomProjectionTracker:
             "seed": self.seed,
             "n_projections": self.n_projections,
             "n_docs": self.n_docs,
+            "weight_sq": np.array(self.weight_sq),
         }
+        if self.decay is not None:
+            d.update({k: np.array(v) for k, v in self.decay.state_dict().items()})
         for a in self._ARRAYS:
             d[a] = getattr(self, a).copy()
         return d
@@ -357,7 +427,7 @@ class RandomProjectionTracker:
     def from_state_dict(cls, d: dict) -> "RandomProjectionTracker":
         """Inverse of :meth:`state_dict` (bit-exact)."""
         version = int(d.get("version", _STATE_VERSION))
-        if version != _STATE_VERSION:
+        if version not in (1, _STATE_VERSION):
             raise ValueError(f"unsupported tracker state version {version}")
         n_projections = int(d["n_projections"])
         t = cls(0, n_projections=n_projections, seed=int(d["seed"]))
@@ -370,6 +440,9 @@ class RandomProjectionTracker:
                 raise ValueError(f"{a} has shape {arr.shape}, expected {want}")
             setattr(t, a, arr)
         t.n_docs = int(d["n_docs"])
+        t.weight_sq = float(d.get("weight_sq", t.n_docs))
+        if "half_life" in d:
+            t.decay = DecayClock.from_state_dict(d)
         return t
 
     # -- readout ------------------------------------------------------------------------------
@@ -390,11 +463,14 @@ class RandomProjectionTracker:
         With M = sum_i S_i (documents) and the corpus-average row at 1/M per document,
         ||row_i - average||^2 = (T_i - S_i^2/M) / S_i^2 (observed) and (U_i - S_i^2/M) / S_i^2
         (its unbiased noise-free part), so f_i = clip((U_i - S_i^2/M) / (T_i - S_i^2/M), 0, 1).
+        With forgetting the documents weigh w_d, the average row is proportional to w and
+        S_i^2/M becomes S_i^2 sum_d w_d^2 / M^2 (M = sum_d w_d); every term scales alike, so the
+        lazily scaled sums give the true f.
         """
         tot = float(self.S.sum())
         if tot <= 0.0:
             return np.zeros(self.n_words)
-        s2 = self.S * self.S / tot
+        s2 = self.S * self.S / tot if self.decay is None else self.S * self.S * (self.weight_sq / (tot * tot))
         num = self.U - s2
         den = self.T - s2
         ok = den > 0.0

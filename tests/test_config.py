@@ -57,7 +57,7 @@ def test_anchor_topics_takes_the_model_defaults():
 @pytest.mark.parametrize("settings, message", [
     ({"n_topics": 0}, "n_topics must be at least 1"),
     ({"anchor_method": "random"}, "unknown anchor_method 'random'"),
-    ({"half_life": 100, "anchor_method": "rp"}, "forgetting (half_life) needs anchor_method='fastanchors'"),
+    ({"half_life": 100, "window": 500}, "a sliding window excludes half_life"),
     ({"max_df": 1.5}, "max_df is a fraction of the documents"),
     ({"max_df": 0.5, "background_topic": False}, "max_df needs background_topic=True"),
     ({"death_grace": -1}, "death_grace is a number of refreshes"),

@@ -15,6 +15,7 @@ from streamtopics.history import TopicHistory
 from streamtopics.model import StreamingTopicModel
 from streamtopics.policy import DriftMonitor, RefreshPolicy
 from streamtopics.refinement import Reservoir
+from streamtopics.trackers import RandomProjectionTracker
 
 
 def _random_batch(rng, n_docs, n_words, max_len=12):
@@ -235,9 +236,23 @@ def test_decayed_counter_matches_direct_sum():
     np.testing.assert_allclose(counter.values(), expected, rtol=1e-10, atol=1e-300)
 
 
-def test_forgetting_needs_fastanchors():
-    with pytest.raises(ValueError):
-        StreamingTopicModel(3, ["a", "b", "c"], half_life=100, anchor_method="rp")
+@pytest.mark.parametrize("method", ["rp", "hybrid"])
+def test_tracker_selectors_follow_a_drifting_stream(method):
+    """The tracker-based selectors forget too: the same birth/death bounds as fastanchors."""
+    stream = drifting_stream(6500, SWITCH, seed=1)
+    model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=HALF_LIFE, anchor_method=method,
+                                batch_size=REFRESH, min_prevalence=0.15)
+    births, deaths = [], []
+    for start in range(0, 6500, REFRESH):
+        model.learn_many(stream.documents[start:start + REFRESH])
+        if start + REFRESH < 1000:
+            continue
+        for event in model.refresh().events:
+            if start + REFRESH > SWITCH:
+                (births if event["type"] == "birth" else deaths if event["type"] == "death" else []).append(
+                    start + REFRESH - SWITCH)
+    assert births and births[0] <= 2 * HALF_LIFE + 2 * REFRESH, births
+    assert deaths and deaths[0] <= 4 * HALF_LIFE, deaths
 
 
 def test_forgetting_model_save_load_roundtrip(tmp_path):
@@ -491,12 +506,14 @@ def _as_counts(stream, d, words):
     return {words[i]: float(c) for i, c in zip(rows.indices[a:b], rows.data[a:b])}
 
 
-def test_words_first_seen_mid_stream_are_admitted_and_become_anchors(tmp_path):
+@pytest.mark.parametrize("method", ["fastanchors", "hybrid"])
+def test_words_first_seen_mid_stream_are_admitted_and_become_anchors(tmp_path, method):
     stream = drifting_stream(5500, 2500, seed=2)
     late = {stream.vocabulary[i] for i in stream.anchors[stream.newborn]}
     known = [w for w in stream.vocabulary if w not in late]
     model = StreamingTopicModel(5, known, anchor_min_df=20, half_life=500, min_prevalence=0.15, batch_size=100,
-                                max_vocabulary=len(known) + 10, admit_df=20, vocabulary_sketch_size=50)
+                                max_vocabulary=len(known) + 10, admit_df=20, vocabulary_sketch_size=50,
+                                anchor_method=method)
     anchored = None
     for d in range(5500):
         model.learn_one(_as_counts(stream, d, stream.vocabulary), key=d)
@@ -514,7 +531,8 @@ def test_words_first_seen_mid_stream_are_admitted_and_become_anchors(tmp_path):
     assert restored.vocabulary == model.vocabulary and restored.open_vocabulary.admitted == model.open_vocabulary.admitted
 
 
-def test_full_vocabulary_retires_faded_words_for_new_ones(tmp_path):
+@pytest.mark.parametrize("method", ["fastanchors", "rp"])
+def test_full_vocabulary_retires_faded_words_for_new_ones(tmp_path, method):
     """No room at all (max_vocabulary = the known words): once the dying topic's words fade
     (forgetting on), their slots go to the newborn topic's words, which become anchors of a new
     topic; the vocabulary never exceeds its capacity and live anchors are never retired."""
@@ -523,7 +541,8 @@ def test_full_vocabulary_retires_faded_words_for_new_ones(tmp_path):
     dying = {stream.vocabulary[i] for i in stream.anchors[stream.dying]}
     known = [w for w in stream.vocabulary if w not in late]
     model = StreamingTopicModel(5, known, anchor_min_df=20, half_life=500, min_prevalence=0.15, batch_size=100,
-                                max_vocabulary=len(known), admit_df=20, vocabulary_sketch_size=50)
+                                max_vocabulary=len(known), admit_df=20, vocabulary_sketch_size=50,
+                                anchor_method=method)
     anchored, live_anchors = None, set()  # anchors of the topics that never stop
     for d in range(8000):
         model.learn_one(_as_counts(stream, d, stream.vocabulary), key=d)
@@ -635,3 +654,22 @@ def test_sliding_window_sums_cover_the_last_w_documents(tmp_path):
     assert model.documents_absorbed == kept.size
     with pytest.raises(ValueError):
         StreamingTopicModel(2, words, window=10, half_life=5)
+
+
+def test_sliding_window_tracker_covers_the_last_w_documents(tmp_path):
+    rng = np.random.default_rng(18)
+    batch = _random_batch(rng, 700, 18)
+    words = [f"w{i}" for i in range(18)]
+    model = StreamingTopicModel(2, words, anchor_min_df=1, window=150, batch_size=64, anchor_method="hybrid")
+    model.learn_many(batch.select(np.arange(400)))
+    restored = StreamingTopicModel.load(model.save(tmp_path / "w.state"))
+    for m in (model, restored):
+        m.learn_many(batch.select(np.arange(400, 700)))
+    last = batch.select(np.flatnonzero(batch.lengths >= 2)[-150:])
+    exact = RandomProjectionTracker(18, model.tracker.n_projections, seed=model.tracker.seed)
+    exact.update(last.indptr, last.indices, last.counts, last.keys)
+    for m in (model, restored):
+        m.statistics()
+        for name in ("S", "T", "U", "P"):
+            np.testing.assert_allclose(getattr(m.tracker, name), getattr(exact, name), rtol=0, atol=1e-10)
+        assert m.tracker.n_docs == exact.n_docs == 150 and m.tracker.weight_sq == 150

@@ -114,9 +114,12 @@ def test_topic_added_mid_stream_is_a_birth(truth):
     second_part, _ = semi_synthetic(truth.topic_word, 30000, alpha=0.1, doc_length=150, seed=7)
     m.learn_many(second_part)
     after = m.refresh()
-    births = [e for e in after.events if e["type"] == "birth"]
     new_anchor = WORDS[int(truth.anchors[K - 1, 0])]
     assert new_anchor in after.anchors and new_anchor not in before.anchors
+    # announced once it has lasted birth_grace (1) more refresh, and only then
+    assert not [e for e in after.events if e["type"] == "birth"]
+    again = m.refresh()
+    births = [e for e in again.events if e["type"] == "birth"]
     assert [e["anchor"] for e in births] == [new_anchor]
     # the topics that were there all along keep their ids
     assert len(set(after.topic_ids) & set(before.topic_ids)) == K - 1

@@ -289,6 +289,115 @@ def test_merge_of_split_stream_equals_whole():
         a.merge(RandomProjectionTracker(V + 1, P, seed=9))
 
 
+def decayed_reference(indptr, indices, counts, keys, V, P, seed, times, half_life):
+    """S, T, U, P and sum w^2 with document weights w_d = 2^(-(T - t_d) / h) (T = latest time)."""
+    H = dense(indptr, indices, counts, V)
+    n = H.sum(1)
+    w = 2.0 ** (-(times.max() - times) / half_life)
+    Xn = H / n[:, None]
+    Uc = H * (H - 1.0) / (n * (n - 1.0))[:, None]
+    G = document_directions(keys, P, seed)
+    return ((w[:, None] * Xn).sum(0), ((w[:, None] * Xn) ** 2).sum(0), ((w * w)[:, None] * Uc).sum(0),
+            (w[:, None] * Xn).T @ G, float((w * w).sum()))
+
+
+def true_sums(tr):
+    """The tracker's decayed sums as readers see them (stored values times the lazy scale)."""
+    scale = tr.decay.scale()
+    return tr.S * scale, tr.T * scale**2, tr.U * scale**2, tr.P * scale, tr.weight_sq * scale**2
+
+
+@pytest.mark.parametrize("unit, half_life, splits", [("documents", 40.0, [1, 17, 400]),
+                                                     ("documents", 1.5, [64, 300]),  # settles past 2^256
+                                                     ("stream", 90.0, [1, 33, 400])])
+def test_forgetting_sums_equal_decayed_reference(unit, half_life, splits):
+    rng = np.random.default_rng(11)
+    V, P, B = 80, 8, 400
+    indptr, indices, counts = random_batch(rng, B, V, max_len=12)
+    counts += 1.0  # n_d >= 2 (the model passes the tracker only such documents)
+    keys = rng.integers(0, 2**64 - 1, size=B, dtype=np.uint64)
+    stamps = np.cumsum(rng.exponential(3.0, B)) if unit == "stream" else None
+    times = stamps if unit == "stream" else np.arange(1.0, B + 1)
+    expected = decayed_reference(indptr, indices, counts, keys, V, P, 4, times, half_life)
+    for split in splits:
+        tr = RandomProjectionTracker(V, P, seed=4, half_life=half_life, half_life_unit=unit)
+        for a in range(0, B, split):
+            docs = np.arange(a, min(B, a + split))
+            tr.update(*sub_batch(indptr, indices, counts, docs), keys[docs],
+                      None if stamps is None else stamps[docs])
+        for got, want in zip(true_sums(tr), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        restored = RandomProjectionTracker.from_state_dict(tr.state_dict())
+        for got, want in zip(true_sums(restored), true_sums(tr)):
+            np.testing.assert_array_equal(got, want)
+    # the noise weighting sees the weighted documents: f from the reference sums
+    S, T, U, _, w2 = expected
+    s2 = S * S * w2 / S.sum() ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.clip(np.where(T - s2 > 0, (U - s2) / (T - s2), 0.0), 0.0, 1.0)
+    np.testing.assert_allclose(tr.signal_fraction(), f, rtol=1e-7, atol=1e-9)
+
+
+def test_forgetting_merge_takes_both_substreams_to_now():
+    rng = np.random.default_rng(12)
+    V, P, h = 60, 6, 25.0
+    parts = []
+    for B in (120, 70):
+        indptr, indices, counts = random_batch(rng, B, V, max_len=10)
+        parts.append((indptr, indices, counts + 1.0, rng.integers(0, 2**64 - 1, size=B, dtype=np.uint64)))
+    trackers = []
+    for indptr, indices, counts, keys in parts:
+        tr = RandomProjectionTracker(V, P, seed=2, half_life=h)
+        tr.update(indptr, indices, counts, keys)
+        trackers.append(tr)
+    merged = trackers[0].merge(trackers[1])
+    # each sub-stream decayed to its own end, then added
+    expected = [sum(x) for x in zip(*(decayed_reference(*part, V, P, 2, np.arange(1.0, part[0].size), h)
+                                      for part in parts))]
+    for got, want in zip(true_sums(merged), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert merged.decay.clock == 190.0
+    with pytest.raises(ValueError):
+        merged.merge(RandomProjectionTracker(V, P, seed=2))
+
+
+def test_subtract_removes_what_update_added():
+    rng = np.random.default_rng(13)
+    V, P, B = 90, 10, 300
+    indptr, indices, counts = random_batch(rng, B, V, empty_every=29)
+    keys = rng.integers(0, 2**64 - 1, size=B, dtype=np.uint64)
+    tr = RandomProjectionTracker(V, P, seed=6)
+    tr.update(indptr, indices, counts, keys)
+    leaving = np.arange(120)
+    tr.subtract(*sub_batch(indptr, indices, counts, leaving), keys[leaving])
+    rest = np.arange(120, B)
+    exact = RandomProjectionTracker(V, P, seed=6)
+    exact.update(*sub_batch(indptr, indices, counts, rest), keys[rest])
+    for name in ("S", "T", "U", "P"):
+        np.testing.assert_allclose(getattr(tr, name), getattr(exact, name), rtol=0, atol=1e-11)
+    assert tr.n_docs == exact.n_docs and tr.weight_sq == exact.weight_sq == exact.n_docs
+    with pytest.raises(ValueError):
+        RandomProjectionTracker(V, P, half_life=10.0).subtract(indptr, indices, counts, keys)
+
+
+def test_clear_word_restarts_one_row():
+    rng = np.random.default_rng(14)
+    V, P = 50, 8
+    first, second = (random_batch(rng, 150, V) for _ in range(2))
+    keys = [rng.integers(0, 2**64 - 1, size=150, dtype=np.uint64) for _ in range(2)]
+    tr = RandomProjectionTracker(V, P, seed=1)
+    tr.update(*first, keys[0])
+    tr.clear_word(7)
+    tr.update(*second, keys[1])
+    old, new = RandomProjectionTracker(V, P, seed=1), RandomProjectionTracker(V, P, seed=1)
+    old.update(*first, keys[0])
+    new.update(*second, keys[1])
+    for name in ("S", "T", "U", "P"):
+        want = getattr(old, name).copy()
+        want[7] = 0.0
+        np.testing.assert_allclose(getattr(tr, name), want + getattr(new, name), rtol=1e-12, atol=1e-13)
+
+
 def test_state_dict_round_trip_and_resume():
     rng = np.random.default_rng(5)
     V, P, B = 180, 20, 240
