@@ -96,7 +96,8 @@ def _orthonormal_complement(vectors: np.ndarray) -> np.ndarray:
     return q[:, -1]
 
 
-def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) -> np.ndarray:
+def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, keep=None,
+                      stickiness: float = 0.0) -> np.ndarray:
     """Positions (into ``rows``) of ``n_anchors`` extreme rows.
 
     Parameters
@@ -109,6 +110,13 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) ->
     cleanup
         Run the re-selection pass of Algorithm 4 (each anchor replaced by the point farthest from
         the span of the other K - 1).
+    keep, stickiness
+        Positions of the previous refresh's anchors (sticky anchors): the greedy pass starts
+        from them, and the re-selection pass replaces one only by a point at least
+        ``1 + stickiness`` times as far from the span of the other anchors. A topic whose
+        anchor is still (nearly) extreme keeps it, so its identity holds across refreshes; a new
+        vertex that is clearly farther still displaces it. ``stickiness=0`` with ``keep`` finds
+        the same kind of local optimum as without.
 
     Examples
     --------
@@ -127,8 +135,14 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) ->
     coords = np.zeros((n_points, n_anchors))  # coordinates of every row in `basis`
     residual = squared_norms.copy()  # squared distance of every row from span(basis)
     anchors = np.empty(n_anchors, np.int64)
+    sticky = [] if keep is None else [int(p) for p in dict.fromkeys(np.asarray(keep, np.int64).tolist())]
     for k in range(n_anchors):
         pick = int(np.argmax(residual))
+        while sticky:  # a previous anchor first, unless it lies in the span already
+            first = sticky.pop(0)
+            if residual[first] > 1e-6 * residual[pick]:
+                pick = first
+                break
         anchors[k] = pick
         direction = rows[pick] - coords[pick, :k] @ basis[:k]
         norm = np.linalg.norm(direction)
@@ -139,6 +153,8 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) ->
         residual = np.maximum(residual - coords[:, k] ** 2, 0.0)
     if not cleanup:
         return anchors
+    previous = set() if keep is None else set(np.asarray(keep, np.int64).tolist())
+    margin = (1.0 + stickiness) ** 2  # on squared distances
     for k in range(n_anchors):
         others = np.delete(np.arange(n_anchors), k)
         # Within span(basis), the span of the other anchors misses one direction u; a row's squared
@@ -147,7 +163,7 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True) ->
         along_u = coords @ u
         distance = residual + along_u**2
         pick = int(np.argmax(distance))
-        if pick == anchors[k]:
+        if pick == anchors[k] or (anchors[k] in previous and distance[pick] <= margin * distance[anchors[k]]):
             continue
         anchors[k] = pick
         # New basis: span(others) (K - 1 directions rotated out of the old basis) + the new point.

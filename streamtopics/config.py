@@ -35,6 +35,8 @@ class ModelConfig:
     projection_dim: int | None = _setting(1000, "Candidate rows are projected to this many dimensions (None: never).")
     anchor_cleanup: bool = _setting(True, "Run FastAnchorWords' re-selection pass over the greedy anchors.")
     anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")
+    anchor_stickiness: float | None = _setting(
+        None, "A previous anchor is replaced only by a word this much farther out (None: anchors chosen afresh).")
     n_projections: int | None = _setting(None, "Random directions of the tracker (None: from n_topics).")
     rp_min_support: float = _setting(DEFAULT_RP_MIN_SUPPORT, "Fraction of documents a tracker candidate occurs in.")
     recovery: str = _setting("l2", "Topic recovery: 'l2' or 'kl'.")
@@ -69,6 +71,8 @@ class ModelConfig:
     max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
     death_grace: int = _setting(2, "Refreshes a topic may stay absent before its death is announced.")
     birth_grace: int = _setting(1, "Refreshes a new topic must last before its birth is announced.")
+    burn_in: int = _setting(
+        4, "Refreshes after the first that events may wait for a young stream's topics to settle (0: none).")
 
     def __post_init__(self):
         if self.n_topics < 1:
@@ -90,9 +94,11 @@ class ModelConfig:
             raise ValueError("death_grace is a number of refreshes, at least 0")
         if self.birth_grace < 0:
             raise ValueError("birth_grace is a number of refreshes, at least 0")
+        if self.burn_in < 0:
+            raise ValueError("burn_in is a number of refreshes, at least 0")
         for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
-                     "reservoir_size", "death_grace", "birth_grace", "vocabulary_size", "warmup_documents", "batch_size",
-                     "max_text_chars", "seed"):
+                     "reservoir_size", "death_grace", "birth_grace", "burn_in", "vocabulary_size",
+                     "warmup_documents", "batch_size", "max_text_chars", "seed"):
             setattr(self, name, int(getattr(self, name)))
         for name in ("window", "n_projections"):
             setattr(self, name, None if getattr(self, name) is None else int(getattr(self, name)))
@@ -100,6 +106,10 @@ class ModelConfig:
             setattr(self, name, bool(getattr(self, name)))
         self.min_prevalence = float(self.min_prevalence)
         self.rp_min_support = float(self.rp_min_support)
+        if self.anchor_stickiness is not None:
+            self.anchor_stickiness = float(self.anchor_stickiness)
+            if self.anchor_stickiness < 0:
+                raise ValueError("anchor_stickiness is a relative margin, at least 0 (or None)")
         self.max_df = None if self.max_df is None else float(self.max_df)
         self.half_life = None if self.half_life is None else float(self.half_life)
         self.activity_half_life = (None if self.half_life is None

@@ -24,6 +24,7 @@ from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 from .vocabulary import Vocabulary
 
 EVENT_WORDS = 10  # top words compared by change events (births and deaths show the first 8)
+SETTLED_ANCHORS = 0.8  # the burn-in ends once this share of the anchors holds between two refreshes
 
 
 @dataclass
@@ -48,6 +49,8 @@ class RefreshState:
         self.significant: set[int] = set()
         self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
         self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
+        self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
+        self.announced: dict[int, tuple[str, list[str]]] = {}  # during the burn-in: id -> anchor, words
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
@@ -72,10 +75,15 @@ class RefreshState:
         config = self.config
         t0 = time.perf_counter()
         ceiling = None if config.max_df is None else config.max_df * view.n_docs  # in (effective) documents
+        previous = None
+        if self.snapshot is not None and config.anchor_stickiness is not None:
+            previous = [i for i in (vocabulary.index.get(w) for w in self.snapshot.anchors)
+                        if i is not None and i not in replaced_slots]
         anchors = select_anchors(view, config.n_topics, config.min_document_frequency(view.n_docs),
                                  config.candidate_limit(), config.projection_dim, config.anchor_cleanup,
                                  config.seed, method=config.anchor_method, tracker=tracker,
-                                 min_support=config.rp_min_support, max_df=ceiling)
+                                 min_support=config.rp_min_support, max_df=ceiling,
+                                 previous=previous, stickiness=config.anchor_stickiness or 0.0)
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(view, anchors, vocabulary) if config.warm_start else None
         result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
@@ -206,6 +214,8 @@ class RefreshState:
             self.significant = significant
         else:
             births, deaths = alignment.births, dead
+        if previous is None or self.burn_in_left is not None:
+            return self._burn_in(previous, snapshot, top, dead)
         births, deaths = self._debounced(previous, snapshot, births, deaths)
         events = [{"type": "birth", "topic": t, "anchor": snapshot.anchors[snapshot.column(t)],
                    "words": [w for w, _ in top[t][:8]]} for t in births]
@@ -227,6 +237,39 @@ class RefreshState:
                                "words_in": [w for w in now if w not in then],
                                "words_out": [w for w in then if w not in now]})
         return events
+
+    def _burn_in(self, previous, snapshot: TopicSnapshot, top: dict, dead: list[int]) -> list[dict]:
+        """The first snapshot announces its topics; then, while a young stream's topics still
+        form, events wait (at most ``burn_in`` refreshes, less once ``SETTLED_ANCHORS`` of the
+        anchors hold between two refreshes), and the refresh that ends the burn-in announces the
+        net change since the first snapshot: births of the topics that were not announced (one
+        new in that very refresh starts its ``birth_grace`` instead), deaths of announced topics
+        that are gone (past their grace). Significant-topic mode (``min_prevalence``) counts only
+        the significant ones."""
+        for topic in dead:
+            del self.missing[topic]
+        significant = self.significant if self.config.min_prevalence > 0 else set(snapshot.topic_ids)
+        present = [t for t in snapshot.topic_ids if t in significant]
+        words = {t: (snapshot.anchors[snapshot.column(t)], [w for w, _ in top[t][:8]]) for t in present}
+        if previous is None:
+            self.burn_in_left = self.config.burn_in or None
+            self.announced = words if self.burn_in_left else {}
+            return [{"type": "birth", "topic": t, "anchor": a, "words": w} for t, (a, w) in words.items()]
+        self.burn_in_left -= 1
+        settled = len(set(snapshot.anchors) & set(previous.anchors)) >= SETTLED_ANCHORS * len(snapshot.anchors)
+        gone = [t for t in self.announced if t not in words and t not in self.missing]
+        events = [{"type": "birth", "topic": t, "anchor": a, "words": w}
+                  for t, (a, w) in words.items() if t not in self.announced]
+        events += [{"type": "death", "topic": t, "anchor": self.announced[t][0], "words": self.announced[t][1]}
+                   for t in sorted(gone)]
+        self.announced.update((t, aw) for t, aw in words.items() if t in self.announced)
+        if not (settled or self.burn_in_left <= 0):
+            return []
+        # topics new in this very refresh start their birth grace as after the burn-in
+        fresh = set(words) - set(previous.topic_ids) if self.config.birth_grace > 0 else set()
+        self.burn_in_left, self.announced = None, {}
+        self.unannounced = {t: 0 for t in fresh}
+        return [e for e in events if e["topic"] not in fresh]
 
     def _debounced(self, previous, snapshot: TopicSnapshot, births: list[int], deaths: list[int]):
         """Births announced once the topic has lasted ``birth_grace`` refreshes (the first

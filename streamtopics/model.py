@@ -65,6 +65,14 @@ class StreamingTopicModel:
         ``"hybrid"`` (FastAnchorWords over the trackers' candidates only). ``"rp"`` and
         ``"hybrid"`` keep a :class:`~streamtopics.trackers.RandomProjectionTracker` (V x
         ``n_projections`` float64) updated with every document.
+    anchor_stickiness
+        Sticky anchors (``"fastanchors"``): each refresh starts from the previous anchors and
+        replaces one only by a word at least ``1 + anchor_stickiness`` times as far from the
+        span of the others (:func:`~streamtopics.anchors.fast_anchor_words`), so topics keep
+        their anchors, and their ids, unless the stream really moved; a previous anchor also stays
+        a candidate down to half the document-frequency floor. Default None (anchors chosen
+        afresh at every refresh): on Gibbs-truth streams 0.1 halved the births and deaths but
+        raised the matched L1 (BENCHMARKS.md, topic quality).
     n_projections
         Random directions P of the tracker (None: ``n_projections_for_topics(n_topics)``).
     rp_min_support
@@ -131,6 +139,11 @@ class StreamingTopicModel:
         Refreshes a topic new after the first snapshot must last before its birth is announced
         (with its words as they are then); one that vanishes sooner makes no event at all. 0:
         births are announced at once. Default 1.
+    burn_in
+        A young stream's topics still form: after the first snapshot (which announces its
+        topics), births, deaths and changes wait up to ``burn_in`` refreshes, fewer once 80% of
+        the anchors hold between two refreshes; the refresh that ends the burn-in announces the
+        net births and deaths since the first snapshot. Default 4; 0: events from the start.
     death_grace
         Refreshes a topic may stay absent before its death is announced: one that returns
         within them (matched by anchor, L1 or top words to its last appearance) keeps its id and

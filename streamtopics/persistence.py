@@ -3,7 +3,8 @@
 The file holds the configuration (:meth:`~streamtopics.config.ModelConfig.to_dict`), the
 tokenizer, the ingest side (vocabulary, sums, tracker, activity, window, reservoir, warm-up
 documents, counters, open vocabulary) and the refresh lineage (snapshot, warm-start
-coefficients, next topic id, significant topics, topics within their birth or death grace), so a loaded model continues exactly where
+coefficients, next topic id, significant topics, topics within their birth or death grace,
+the burn-in), so a loaded model continues exactly where
 the saved one stopped.
 """
 
@@ -69,6 +70,8 @@ def save_model(model, path) -> Path:
         "significant": sorted(lineage.significant),
         "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in lineage.missing.items()],
         "unannounced": [[t, n] for t, n in lineage.unannounced.items()],
+        "burn_in_left": lineage.burn_in_left,
+        "announced": [[t, anchor, words] for t, (anchor, words) in lineage.announced.items()],
         "open_vocabulary": None if ingest.open_vocabulary is None else ingest.open_vocabulary.to_dict(),
         "replaced_slots": sorted(ingest.replaced_slots),
         "admitted_at": [[i, t] for i, t in sorted(ingest.admitted_at.items())],
@@ -120,6 +123,8 @@ def load_model(cls, path, on_reject=None):
     lineage.missing = {int(t): MissingTopic(arrays[f"missing.{t}"], anchor, list(words), int(refreshes))
                        for t, anchor, words, refreshes in meta.get("missing", [])}
     lineage.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
+    lineage.burn_in_left = meta.get("burn_in_left")
+    lineage.announced = {int(t): (anchor, list(words)) for t, anchor, words in meta.get("announced", [])}
     ingest.replaced_slots = set(meta.get("replaced_slots", []))
     ingest.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
     if meta.get("open_vocabulary") is not None:

@@ -104,7 +104,8 @@ def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> n
 def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
                    projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
                    method: str = "fastanchors", tracker=None,
-                   min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None) -> np.ndarray:
+                   min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
+                   previous=None, stickiness: float = 0.0) -> np.ndarray:
     """K anchor word ids by one of three selectors (DESIGN 2.3):
 
     ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
@@ -119,10 +120,20 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     ``tracker`` (a :class:`~streamtopics.trackers.RandomProjectionTracker` fed the same documents
     as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
     threshold (:func:`support_mask`). Words in more than ``max_df`` documents are never anchors.
+    ``previous`` (word ids of the last refresh's anchors) and ``stickiness``: sticky anchors for
+    ``"fastanchors"`` (:func:`~streamtopics.anchors.fast_anchor_words`); a previous anchor also
+    stays a candidate while its document frequency is at least half of ``min_df``. The
+    tracker-based selectors ignore them.
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
     candidates = candidate_words(view.document_frequency, min_df, max_candidates)
+    if previous is not None and method == "fastanchors":
+        # hysteresis on eligibility too: a previous anchor stays a candidate down to half the floor
+        # (the floor grows with the stream; without this a young stream's topics lose their anchors)
+        previous = np.asarray(previous, dtype=np.int64)
+        held = previous[np.asarray(view.document_frequency)[previous] >= min_df / 2]
+        candidates = np.union1d(candidates, held)
     candidates = candidates[view.word_mass[candidates] > 0]
     if max_df is not None:
         candidates = candidates[np.asarray(view.document_frequency)[candidates] <= max_df]
@@ -130,7 +141,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
         if candidates.size < n_topics:
             raise _not_enough(candidates.size, min_df, n_topics)
         rows = _candidate_rows(view, candidates, projection_dim, seed)
-        return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
+        keep = None if previous is None else np.searchsorted(candidates, previous[np.isin(previous, candidates)])
+        return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
     if tracker is None:
         raise ValueError(f"anchor method {method!r} needs a RandomProjectionTracker")
     if tracker.n_words != view.n_words:

@@ -242,3 +242,18 @@ def test_merged_models_merge_their_trackers(separable):
         np.testing.assert_allclose(getattr(left.tracker, name), getattr(whole.tracker, name), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError):
         left.merge(StreamingTopicModel(SK, vocabulary=words))  # no tracker on one side
+
+
+def test_sticky_anchors_keep_a_previous_anchor_unless_a_word_is_clearly_farther():
+    from streamtopics.anchors import fast_anchor_words
+
+    vertices = np.eye(3)
+    inner = 0.95 * vertices[2] + 0.025 * (vertices[0] + vertices[1])  # the last refresh's anchor
+    rows = np.vstack([vertices, inner, [[0.4, 0.3, 0.3], [0.2, 0.5, 0.3]]])
+    assert sorted(fast_anchor_words(rows, 3).tolist()) == [0, 1, 2]  # afresh: the true vertex
+    kept = fast_anchor_words(rows, 3, keep=[3, 0, 1], stickiness=0.1)
+    assert sorted(kept.tolist()) == [0, 1, 3]  # < 10% farther: the previous anchor stays
+    assert sorted(fast_anchor_words(rows, 3, keep=[3, 0, 1], stickiness=0.01).tolist()) == [0, 1, 2]
+    # a previous anchor no longer extreme at all is replaced whatever the margin
+    middle = np.vstack([vertices, [[0.34, 0.33, 0.33]]])
+    assert sorted(fast_anchor_words(middle, 3, keep=[3, 0, 1], stickiness=0.5).tolist()) == [0, 1, 2]

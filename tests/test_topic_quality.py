@@ -253,3 +253,38 @@ def test_grace_state_survives_save_and_load(truth, tmp_path):
     expected, got = (_publish_with_anchors(m, view, anchors[1:]) for m in (model, restored))
     assert birth_and_death_events(got) == birth_and_death_events(expected)
     assert [e["topic"] for e in birth_and_death_events(got) if e["type"] == "death"] == [first.topic_ids[0]]
+
+
+def _two_replaced(view, anchors, skip=0):
+    """The anchors with the first two replaced by frequent other words (25% of K = 8 moved)."""
+    others = [i for i in np.argsort(-np.asarray(view.document_frequency))
+              if i not in anchors and WORDS[i].startswith("w")][skip:skip + 2]
+    return np.concatenate([others, anchors[2:]])
+
+
+def test_events_wait_for_the_burn_in_then_the_net_change_is_announced(truth, tmp_path):
+    model, first, view, anchors = _grace_model(truth, burn_in=3, death_grace=0)
+    assert [e["type"] for e in first.events] == ["birth"] * K  # the first snapshot announces its topics
+    moved = _publish_with_anchors(model, view, _two_replaced(view, anchors))  # 6 of 8 anchors held: forming
+    assert moved.events == []
+    newcomers = [t for t in moved.topic_ids if t not in first.topic_ids]
+    assert len(newcomers) == 2
+    restored = StreamingTopicModel.load(model.save(tmp_path / "burn-in.state"))
+    for m in (model, restored):  # every anchor held: the burn-in ends with the net change
+        settled = _publish_with_anchors(m, view, _two_replaced(view, anchors))
+        births = sorted(e["topic"] for e in settled.events if e["type"] == "birth")
+        deaths = [e for e in settled.events if e["type"] == "death"]
+        assert births == sorted(newcomers)
+        assert sorted(e["topic"] for e in deaths) == sorted(first.topic_ids[:2])
+        assert {e["anchor"] for e in deaths} == set(first.anchors[:2])
+    after = _publish_with_anchors(model, view, anchors)  # after the burn-in, events as usual
+    assert birth_and_death_events(after)
+
+
+def test_the_burn_in_ends_after_its_refreshes_even_if_topics_keep_moving(truth):
+    model, first, view, anchors = _grace_model(truth, burn_in=2, birth_grace=0)
+    assert _publish_with_anchors(model, view, _two_replaced(view, anchors)).events == []
+    last = _publish_with_anchors(model, view, anchors)  # moved back: nothing changed on balance
+    assert birth_and_death_events(last) == [] and model.lineage.burn_in_left is None
+    again = _publish_with_anchors(model, view, _two_replaced(view, anchors, skip=2))  # past it: at once
+    assert [e["type"] for e in birth_and_death_events(again)] == ["birth", "birth"]
