@@ -59,8 +59,9 @@ class ModelConfig:
     half_life_unit: str = _setting("documents", f"The unit of half_life: one of {HALF_LIFE_UNITS}.")
     history_size: int = _setting(512, "Records kept by the topic history.")
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
-    refine_iterations: int = _setting(10, "Most seeded-refinement iterations per refresh (0: off).")
-    reservoir_size: int = _setting(2000, "Documents kept for refinement.")
+    refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
+    reservoir_size: int = _setting(8000, "Documents kept for refinement.")
+    refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
     admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
     vocabulary_sketch_size: int = _setting(1000, "Counters of the open vocabulary's sketch of unknown words.")
@@ -106,6 +107,9 @@ class ModelConfig:
             setattr(self, name, bool(getattr(self, name)))
         self.min_prevalence = float(self.min_prevalence)
         self.rp_min_support = float(self.rp_min_support)
+        self.refine_smoothing = float(self.refine_smoothing)
+        if self.refine_smoothing < 0:
+            raise ValueError("refine_smoothing is a pseudo-count, at least 0")
         if self.anchor_stickiness is not None:
             self.anchor_stickiness = float(self.anchor_stickiness)
             if self.anchor_stickiness < 0:

@@ -86,17 +86,21 @@ class RefreshState:
                                  previous=previous, stickiness=config.anchor_stickiness or 0.0)
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(view, anchors, vocabulary) if config.warm_start else None
+        background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling
         result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
-                                background=config.recovers_background,
-                                background_words=None if ceiling is None else np.asarray(view.document_frequency) > ceiling)
+                                background=config.recovers_background, background_words=background_words)
         refinement = None
         t_refine = time.perf_counter()
         if reservoir is not None:
             # the background is refined with the topics: both explain the reservoir's tokens
             columns = (result.topic_word if result.background is None
                        else np.column_stack([result.topic_word, result.background]))
-            refinement = refine_topics(columns, reservoir, config.refine_iterations)
+            refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing)
             topic_word = refinement.topic_word[:, : config.n_topics]
+            if background_words is not None and background_words.any():  # the smoothing gave them some
+                topic_word = topic_word.copy()
+                topic_word[background_words[: topic_word.shape[0]]] = 0.0
+                topic_word /= topic_word.sum(axis=0, keepdims=True)
             shape = np.asarray(result.alpha, dtype=np.float64)
             shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
             scale, _ = choose_alpha_scale(topic_word, shape, reservoir)

@@ -15,10 +15,15 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 What must not decrease is the likelihood of documents *not* used for fitting. The reservoir is
 therefore split: every third document is held out and scored by document completion (gamma fitted
 on half of each held-out document's distinct words, the log-likelihood per token measured on the
-other half). Every iterate is scored, and :func:`refine_topics` returns the best, the seed being
-iterate 0: refinement never lowers the held-out likelihood relative to its seed, by construction.
-Iterating stops once the held-out score has passed its peak (EM on a few thousand documents
-overfits after a few iterations).
+other half). Every iterate is scored (the held-out mixtures fitted in full for the seed, then
+moved along with the iterates by a few warm-started updates, as the fitted ones are), and
+:func:`refine_topics` returns the best, the seed being iterate 0: refinement never lowers the
+held-out likelihood relative to its seed, by construction. Iterating stops once the held-out
+score has passed its peak. The M-step's pseudo-count (``smoothing``) matters here: without it EM
+gives 0 to every word a topic's sample lacks, held-out tokens of such words cost log(1e-9), and
+the score turned down after 1-2 iterations while the topics were still getting closer to the
+truth (Gibbs-truth streams: 20 Newsgroups K=50 at 20,000 documents, L1 0.95 after the early
+stop vs 0.68 after 15 iterations); with 0.01 it peaks where the topics stop improving.
 
 The scale of Dirichlet alpha (recovery gives alpha up to a scale, proportional to the topic
 prevalences) is chosen on the same held-out half: the completion mixture is the posterior-mean
@@ -40,6 +45,7 @@ from .inference import infer_mixtures
 
 LOG_FLOOR = 1e-9  # probability floor when scoring: a word no topic holds costs log(1e-9)
 E_UPDATES = 10  # multiplicative mixture updates per KL-tEM E-step, warm-started (see kl_tem_step)
+HELD_UPDATES = 20  # updates of the held-out mixtures per iterate, from the last iterate's (refine_topics)
 
 
 class Reservoir:
@@ -174,14 +180,19 @@ def _m_step(indptr, indices, counts, topic_word, gamma, out):
 
 
 def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None, prior=None,
-                updates: int = E_UPDATES) -> tuple[np.ndarray, np.ndarray]:
+                updates: int = E_UPDATES, smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """One E-step and M-step of KL-tEM over ``batch``; returns the new V x K topic matrix and the
     mixtures. The E-step is ``updates`` multiplicative updates from ``mixtures`` (the previous
     iteration's; None: from ``prior``): each update raises the same likelihood the M-step raises,
-    so a partial, warm-started E-step keeps EM monotone at a fraction of a converged one's cost."""
+    so a partial, warm-started E-step keeps EM monotone at a fraction of a converged one's cost.
+    ``smoothing`` is a pseudo-count added to every word of every topic in the M-step (MAP under
+    a symmetric Dirichlet(1 + smoothing) prior on the topics): EM on a sample otherwise drives the
+    topic's probability of every word the sample did not give it to exactly 0."""
     mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures)
     out = np.zeros_like(topic_word)
     _m_step(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, out)
+    if smoothing > 0:
+        out[:, out.sum(axis=0) > 0] += smoothing
     sums = out.sum(axis=0)
     empty = sums <= 0
     out[:, ~empty] /= sums[~empty]
@@ -197,7 +208,7 @@ class Refinement:
 
 
 def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: int = 10, prior=None,
-                  holdout_every: int = 3, patience: int = 1) -> Refinement:
+                  holdout_every: int = 3, patience: int = 1, smoothing: float = 0.0) -> Refinement:
     """KL-tEM seeded with ``topic_word`` on the reservoir's fitting part; the iterate with the best
     held-out completion likelihood is returned (iterate 0 = the seed, so never worse).
 
@@ -210,10 +221,13 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     fit = reservoir.select(np.setdiff1d(np.arange(n), held_rows))
     observed, held = split_for_completion(reservoir.select(held_rows))
     current, mixtures = seed, None
-    best = Refinement(seed, [completion_log_likelihood(observed, held, seed)], 0)
+    held_mixtures = infer_mixtures(observed, seed, None, max_iter=100, tol=1e-5)
+    best = Refinement(seed, [_completion_score(observed, held, seed, held_mixtures)], 0)
     for it in range(1, iterations + 1):
-        current, mixtures = kl_tem_step(fit, current, mixtures, prior)
-        best.heldout.append(completion_log_likelihood(observed, held, current))
+        current, mixtures = kl_tem_step(fit, current, mixtures, prior, smoothing=smoothing)
+        # the held-out mixtures follow the iterates as the fitted ones do (warm, a few updates)
+        held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures)
+        best.heldout.append(_completion_score(observed, held, current, held_mixtures))
         if best.heldout[-1] > best.heldout[best.best_iteration]:
             best.topic_word, best.best_iteration = current, it
         elif it - best.best_iteration >= patience:

