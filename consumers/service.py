@@ -218,7 +218,7 @@ class LiveSource(TopicSource):
     def update_metrics(self, model=None, *, consumer: dict | None = None, lag: dict | None = None,
                        **values) -> None:
         """Refresh the metrics from a :class:`~streamtopics.StreamingTopicModel` and/or a
-        :meth:`ConsumerMetrics.as_dict <consumers.kafka_consumer.ConsumerMetrics.as_dict>` dict,
+        summary dict of :meth:`ServiceMetrics.as_dict` (another process's),
         ``lag`` per partition, or explicit ``values`` (:meth:`ServiceMetrics.update`). Also a
         heartbeat."""
         if model is not None:
