@@ -249,8 +249,8 @@ class ServiceMetrics:
     def collect(self) -> Iterable:
         """The metric families, made at scrape time (the registry calls it)."""
         m = self
-        rate = m.ingest_rate()
-        with m._lock:
+        rate = self.ingest_rate()
+        with self._lock:
             def gauge(name, doc, value, labels=None, samples=()):
                 family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
                 if labels is None:
@@ -273,11 +273,11 @@ class ServiceMetrics:
             yield CounterMetricFamily(f"{PREFIX}_refreshes", "Refreshes (snapshots published).", value=m.refreshes)
             buckets = []
             cumulative = 0
-            for bound, n in zip(REFRESH_BUCKETS + (float("inf"),), m._bucket_counts):
+            for bound, n in zip(REFRESH_BUCKETS + (float("inf"),), self._bucket_counts):
                 cumulative += n
                 buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
             yield HistogramMetricFamily(f"{PREFIX}_refresh_duration_seconds", "Wall time of each refresh.",
-                                        buckets=buckets, sum_value=m._duration_sum)
+                                        buckets=buckets, sum_value=self._duration_sum)
             yield gauge("last_refresh_duration_seconds", "Wall time of the latest refresh.", m.last_refresh_seconds)
             yield gauge("consumer_lag_messages", "Messages behind the end of each partition.", None,
                         labels=["partition"], samples=sorted(m.lag.items()))
