@@ -7,15 +7,16 @@
     service.install_signal_handlers()   # SIGTERM/SIGINT: finish the batch, checkpoint, commit, close
     service.run()
 
-Per poll: decode each message (:mod:`consumers.messages`), feed the document to
-:meth:`StreamingTopicModel.learn_one` with its key, route every rejection (envelope or model) to
+Per poll: decode each message (:mod:`consumers.messages`), feed the document to the stream
+driver (:class:`consumers.stream.StreamDriver`, shared with the archive replay) with its key, route every rejection (envelope or model) to
 the dead-letter topic, publish document-topic mixtures for the absorbed documents, then refresh
 and checkpoint when their schedules (:class:`consumers.schedule.Every`) say so. Snapshots go to
-the snapshot topic (key = model name, top words only) and in full to the snapshot directory
-(:mod:`consumers.outputs`). Settings: :mod:`consumers.consumer_config`; numbers:
+the snapshot topic (key = model name, top words only; :mod:`consumers.outputs`) and, through
+the driver, in full to the snapshot directory. Settings: :mod:`consumers.consumer_config`; numbers:
 :class:`consumers.metrics.ServiceMetrics`.
 
-Exactly-once model state rests on :mod:`consumers.checkpoint`: the checkpoint, not the group's
+Exactly-once model state rests on the driver's commit order (:mod:`consumers.stream`) and on
+:mod:`consumers.checkpoint`: the checkpoint, not the group's
 committed offsets, says where each partition resumes. Newly assigned partitions are paused in the
 rebalance callback and sought in the polling thread: to the restored checkpoint's offset, or, when
 another member of the group committed further (its checkpoint holds those documents), to that
@@ -51,12 +52,14 @@ from kafka.structs import OffsetAndMetadata
 
 from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabulary
 
-from .checkpoint import CheckpointStore, Offsets
+from .checkpoint import Checkpoint, CheckpointStore, Offsets
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
 from .outputs import Outputs
 from .schedule import Backoff, Every
 from .signals import install_graceful_stop
+from .snapshot_directory import SnapshotDirectory
+from .stream import StreamDriver
 
 __all__ = ["ConsumerConfig", "Standalone", "TopicModelConsumer"]
 
@@ -129,7 +132,6 @@ class TopicModelConsumer:
         self._unplaced: set[TopicPartition] = set()  # assigned, paused, not yet sought
         self._in_flight: _InFlight | None = None
         self._closing = False
-        self._stream_time: float | None = None
         self.restored = self.store.restore(on_reject=self._on_model_reject)
         if self.restored.model is None:
             self.model = config.new_model(on_reject=self._on_model_reject)
@@ -143,6 +145,11 @@ class TopicModelConsumer:
             log.info("restored checkpoint %d: %d documents, offsets %s", self.restored.checkpoint.sequence,
                      self.model.documents_absorbed, _offsets_text(self.positions))
         self._counters.setdefault("ranges", {})  # "topic/partition" -> [[start, end), ...] counted here
+        snapshots = None
+        if config.snapshot_dir:
+            snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
+            snapshots.path.mkdir(parents=True, exist_ok=True)
+        self.driver = StreamDriver(self.model, self.store, snapshots)
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
         self._refresh = Every(config.refresh_every_documents, config.refresh_every_seconds,
@@ -265,8 +272,7 @@ class TopicModelConsumer:
                     self._reject_message(decoded, record)
                 else:
                     self._in_flight = _InFlight(record, decoded.document)
-                    self._advance_stream_time(decoded.timestamp, record.timestamp)
-                    self.model.learn_one(decoded.document, decoded.key, stream_time=self._stream_time)
+                    self.driver.learn(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
                     if not self._in_flight.rejected:
                         absorbed.append((record, decoded.key, decoded.document))
                     self._in_flight = None
@@ -279,12 +285,6 @@ class TopicModelConsumer:
             for (record, key, _), mixture in zip(absorbed, mixtures):
                 self.outputs.doc_topics(record, key, snapshot.version, snapshot.topic_ids, mixture)
         self._update_totals()
-
-    def _advance_stream_time(self, document_time: float | None, record_ms: int) -> None:
-        """Stream time: the latest document time seen (the record's if the message has none)."""
-        stamp = document_time if document_time is not None else (record_ms / 1000 if record_ms >= 0 else None)
-        if stamp is not None:
-            self._stream_time = stamp if self._stream_time is None else max(self._stream_time, stamp)
 
     def _reject_message(self, rejection: Rejection, record) -> None:
         counts = self._counters["message_rejections"]
@@ -338,18 +338,16 @@ class TopicModelConsumer:
         """Recompute the topics now and publish the snapshot; None if the refresh failed (it
         is logged and counted; the stream goes on)."""
         self._refresh.reset(self.model.documents_absorbed)
-        t0 = time.perf_counter()
         try:
-            snapshot = self.model.refresh(position=_position_json(self.positions), stream_time=self._stream_time)
+            snapshot, _, seconds = self.driver.refresh(_position_json(self.positions))
         except Exception:  # noqa: BLE001 - a failed refresh must not stop the stream
             self.metrics.increment("refresh_failures")
             log.exception("refresh failed at %d documents", self.model.documents_absorbed)
             return None
         self.outputs.snapshot(snapshot)
         self.metrics.increment("refreshes")
-        self.metrics.update(refresh_seconds=time.perf_counter() - t0, snapshot_version=snapshot.version)
-        log.info("snapshot %d at %d documents (%.2f s)", snapshot.version, snapshot.documents_seen,
-                 time.perf_counter() - t0)
+        self.metrics.update(refresh_seconds=seconds, snapshot_version=snapshot.version)
+        log.info("snapshot %d at %d documents (%.2f s)", snapshot.version, snapshot.documents_seen, seconds)
         return snapshot
 
     # ------------------------------------------------------------------ checkpoints
@@ -364,14 +362,15 @@ class TopicModelConsumer:
             log.warning("checkpoint postponed %.1f s: outputs not delivered (%s)", delay, error)
 
     def checkpoint(self, commit_async: bool = False) -> bool:
-        """Flush outputs, write a checkpoint, commit its offsets -- in that order (see
-        :mod:`consumers.checkpoint`). Does nothing if no message was consumed since the last
-        one. Returns whether a checkpoint was written; raises KafkaError if the flush fails."""
+        """Flush outputs, write a checkpoint, commit its offsets: the commit order of
+        :meth:`StreamDriver.checkpoint <consumers.stream.StreamDriver.checkpoint>`. Does nothing
+        if no message was consumed since the last one. Returns whether a checkpoint was written;
+        raises KafkaError if the flush fails."""
         if self.positions == self._checkpointed:
             return False
         t0 = time.perf_counter()
-        self.outputs.flush()
-        saved = self.store.save(self.model, self.positions, self._counters)
+        saved = self.driver.checkpoint(self.positions, self._counters, flush=self.outputs.flush,
+                                       commit=lambda saved: self._commit(saved, commit_async))
         self._checkpointed = dict(saved.offsets)
         self._checkpoint_due.reset(self._messages)
         seconds = time.perf_counter() - t0
@@ -379,19 +378,18 @@ class TopicModelConsumer:
         self.metrics.update(last_checkpoint={"sequence": saved.sequence, "bytes": saved.state_bytes,
                                              "seconds": seconds, "documents": self.model.documents_absorbed})
         log.debug("checkpoint %d written in %.2f s (%d bytes)", saved.sequence, seconds, saved.state_bytes)
-        self._commit(saved.sequence, commit_async)
         return True
 
-    def _commit(self, sequence: int, asynchronous: bool) -> None:
+    def _commit(self, saved: Checkpoint, asynchronous: bool) -> None:
         """Commit the checkpointed offsets of the assigned partitions, tagged with our member id.
         A failed commit is harmless (the checkpoint decides where we resume), so it is only
         counted."""
         if self._consumer is None:
             return
-        metadata = json.dumps({"member": self.store.member_id, "checkpoint": sequence})
-        offsets = {tp: OffsetAndMetadata(self._checkpointed[(tp.topic, tp.partition)], metadata, -1)
+        metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})
+        offsets = {tp: OffsetAndMetadata(saved.offsets[(tp.topic, tp.partition)], metadata, -1)
                    for tp in self._consumer.assignment()
-                   if (tp.topic, tp.partition) in self._checkpointed and tp not in self._unplaced}
+                   if (tp.topic, tp.partition) in saved.offsets and tp not in self._unplaced}
         if not offsets:
             return
         try:
@@ -468,6 +466,13 @@ class TopicModelConsumer:
         if self.config.auto_offset_reset == "latest":
             return self._consumer.end_offsets([tp])[tp]
         return self._consumer.beginning_offsets([tp])[tp]
+
+
+def _document_time(document_time: float | None, record_ms: int) -> float | None:
+    """A document's time: its own, else its record's (Kafka timestamps are milliseconds)."""
+    if document_time is not None:
+        return document_time
+    return record_ms / 1000 if record_ms >= 0 else None
 
 
 def _commit_member(metadata: str | None) -> str | None:

@@ -1,5 +1,6 @@
-"""Where the consumer service's results go: snapshot topic and directory, document-topics topic,
-dead letters (:class:`Outputs`).
+"""Where the consumer service's results go in Kafka: the snapshot topic, the document-topics
+topic, dead letters (:class:`Outputs`). Full snapshots go to the snapshot directory through the
+stream driver (:mod:`consumers.stream`).
 
 Sends are asynchronous; the checkpoint calls :meth:`Outputs.flush` first (step 1 of the commit
 order in :mod:`consumers.stream`), so every output derived from checkpointed documents is
@@ -19,13 +20,12 @@ from streamtopics import Rejection, TopicSnapshot
 
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
-from .snapshot_directory import SnapshotDirectory
 
 log = logging.getLogger("streamtopics.consumer")
 
 
 class Outputs:
-    """Where results go: snapshot topic and directory, document-topics topic, dead letters.
+    """Where results go in Kafka: snapshot topic, document-topics topic, dead letters.
 
     Sends are asynchronous; :meth:`flush` waits until all are delivered (the checkpoint does
     so first). A send that fails is logged and counted, never allowed to stop the stream."""
@@ -36,10 +36,6 @@ class Outputs:
         self.config = config
         self.metrics = metrics
         self.producer: KafkaProducer | None = None
-        self.snapshots = None
-        if config.snapshot_dir:
-            self.snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
-            self.snapshots.path.mkdir(parents=True, exist_ok=True)
 
     @property
     def needs_producer(self) -> bool:
@@ -64,8 +60,6 @@ class Outputs:
 
     def snapshot(self, snapshot: TopicSnapshot) -> None:
         c = self.config
-        if self.snapshots is not None:
-            self.snapshots.save(snapshot)
         if c.snapshot_topic:
             self._send(c.snapshot_topic, c.model_name.encode(), snapshot.to_json(c.snapshot_top_words).encode())
 

@@ -8,6 +8,7 @@ import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
+from ..checkpoint import ArchiveCheckpoint
 from ..replay import Replay, read_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
@@ -17,11 +18,8 @@ from .options import (_duration, _source_kwargs, live_service, model_options, se
                       source_options, topic_options, topic_settings)
 
 
-_REPLAY_FILES = ("checkpoint.json", "checkpoint-*.npz")
-
-
 def _prepare_out(out: Path, force: bool) -> None:
-    existing = SnapshotDirectory(out).files() + [p for pattern in _REPLAY_FILES for p in out.glob(pattern)]
+    existing = SnapshotDirectory(out).files() + [p for pattern in ArchiveCheckpoint.FILES for p in out.glob(pattern)]
     if existing and not force:
         raise BadInput(f"{out} already holds a replay: add --resume to continue it or --force to start over")
     for path in existing:
