@@ -40,14 +40,10 @@ def plot(path, out_path, kind, top_n, max_topics):
 
 
 def _snapshot_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = SnapshotDirectory(path).files()
-        if not files:
-            raise BadInput(f"{path}: no snapshot-*.json files")
-        return files
-    if not path.exists():
-        raise BadInput(f"no such file or directory: {path}")
-    return [path]
+    try:
+        return SnapshotDirectory.files_at(path)
+    except FileNotFoundError as error:
+        raise BadInput(str(error)) from None
 
 
 def _load_snapshot(path: Path) -> TopicSnapshot:
