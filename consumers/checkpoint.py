@@ -1,6 +1,15 @@
-"""Checkpoints: the model's whole state and the stream offsets it reflects, written together.
+"""Checkpoints: the model's whole state and the stream position it reflects, written together.
 
-A checkpoint is two files in the store's directory that share a sequence number::
+The order in which a checkpoint is written and its position committed is defined once, in
+:mod:`consumers.stream` (:meth:`StreamDriver.checkpoint <consumers.stream.StreamDriver.checkpoint>`);
+this module holds the two places checkpoints go (steps 2-4 of that order, through
+:func:`write_state_and_manifest`):
+
+* :class:`CheckpointStore`, the Kafka consumer's directory of numbered checkpoints;
+* :class:`ArchiveCheckpoint`, a replay's run directory (``checkpoint.json`` + the model file).
+
+A :class:`CheckpointStore` checkpoint is two files in the store's directory that share a
+sequence number::
 
     ckpt-0000000042.state   the model (StreamingTopicModel.save: statistics, vocabulary,
                             configuration, latest snapshot; atomic, SHA-256 per array)
@@ -9,20 +18,8 @@ A checkpoint is two files in the store's directory that share a sequence number:
                             manifest's own SHA-256; written (atomically) only once the state
                             file is on disk, so a manifest marks a complete checkpoint
 
-Commit order -- the exactly-once argument, in the style of Quix Streams' checkpoints (state
-first, offsets last):
-
-1. flush the producer, so every output derived from the documents about to be checkpointed
-   (snapshots, document topics, dead letters) is delivered;
-2. write the checkpoint: state file, then manifest;
-3. commit the same offsets to the Kafka consumer group.
-
 On start the newest good checkpoint is restored and every partition it covers is sought to
-*its* offset, not to the group's committed one. A crash before step 2 loses only in-memory work,
-which is read again from the previous checkpoint's offsets; a crash between 2 and 3 leaves the
-committed offsets behind the checkpoint, which is harmless because the checkpoint wins. So no
-document is lost or counted twice. Outputs are at-least-once: those produced after the last
-checkpoint are produced again after a crash.
+*its* offset, not to the group's committed one (why that is exactly-once: :mod:`consumers.stream`).
 
 Corruption: a manifest that fails its checksum, a state file of the wrong size, or one whose
 checksums fail (:class:`~streamtopics.CorruptStateError`) is reported (logged, renamed
@@ -52,6 +49,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from streamtopics import CorruptStateError, StreamingTopicModel
 from streamtopics.state import atomic_write_bytes
@@ -96,11 +94,16 @@ class CheckpointStore:
     once per directory; it names this consumer's offset commits in its group.
     """
 
-    def __init__(self, directory, keep: int = 3):
+    def __init__(self, directory, keep: int = 3, *, read_only: bool = False):
         if keep < 1:
             raise ValueError("keep at least one checkpoint")
         self.directory = Path(directory)
         self.keep = int(keep)
+        self._lock = None
+        if read_only:
+            member = self.directory / "member-id"
+            self.member_id = member.read_text().strip() if member.exists() else None
+            return
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = lock_exclusively(self.directory / "lock", f"{self.directory} is in use by another consumer (its lock is held)")
         self.member_id = self._member_id()
@@ -110,11 +113,7 @@ class CheckpointStore:
         """A view of another consumer's directory that only reads (:meth:`checkpoints`,
         :meth:`latest`): no lock taken, nothing written, renamed or pruned. Safe while its owner
         writes, because manifests and state files are replaced atomically."""
-        store = cls.__new__(cls)
-        store.directory, store.keep, store._lock = Path(directory), int(keep), None
-        member = store.directory / "member-id"
-        store.member_id = member.read_text().strip() if member.exists() else None
-        return store
+        return cls(directory, keep, read_only=True)
 
     def latest(self) -> Checkpoint | None:
         """The newest checkpoint whose manifest is intact (its state file not checked)."""
@@ -137,21 +136,22 @@ class CheckpointStore:
         first, manifest last), then drop checkpoints beyond ``keep``."""
         sequence = self._last_sequence() + 1
         state_path = self._path(sequence, "state")
-        model.save(state_path)
-        checkpoint = Checkpoint(sequence, dict(offsets), dict(counters or {}), state_path,
-                                state_path.stat().st_size, time.time())
-        body = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "sequence": sequence,
-            "member": self.member_id, "created": checkpoint.created,
-            "state_file": state_path.name, "state_bytes": checkpoint.state_bytes,
-            "offsets": [[t, p, o] for (t, p), o in sorted(checkpoint.offsets.items())],
-            "counters": checkpoint.counters,
-            "documents_absorbed": model.documents_absorbed,
-        }
-        manifest = dict(body, checksum=_checksum(body))
-        atomic_write_bytes(self._path(sequence, "json"), json.dumps(manifest, indent=1).encode())
+        created = time.time()
+
+        def manifest(state_bytes: int) -> dict:
+            body = {
+                "format": FORMAT, "format_version": FORMAT_VERSION, "sequence": sequence,
+                "member": self.member_id, "created": created,
+                "state_file": state_path.name, "state_bytes": state_bytes,
+                "offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())],
+                "counters": dict(counters or {}),
+                "documents_absorbed": model.documents_absorbed,
+            }
+            return dict(body, checksum=_checksum(body))
+
+        body = write_state_and_manifest(model, state_path, self._path(sequence, "json"), manifest)
         self._prune(sequence)
-        return checkpoint
+        return Checkpoint(sequence, dict(offsets), body["counters"], state_path, body["state_bytes"], created)
 
     def _prune(self, newest: int) -> None:
         """Keep the newest ``keep`` checkpoints; delete older ones, state files whose manifest
@@ -252,6 +252,70 @@ class CheckpointStore:
 
     def __repr__(self) -> str:
         return f"CheckpointStore({str(self.directory)!r}, keep={self.keep})"
+
+
+class CheckpointError(ValueError):
+    """A run directory without a usable replay checkpoint, or one made from another source."""
+
+
+class ArchiveCheckpoint:
+    """A replay's checkpoint in its run directory: the model saved as
+    ``checkpoint-<documents>.npz`` and ``checkpoint.json``, which names it and holds the archive
+    (``source``: the arguments that reopen it), the ``position`` in it and the replay's
+    counters. ``checkpoint.json`` is replaced only once the model file is on disk, and older
+    model files are removed after it, so a crash leaves a consistent pair."""
+
+    MANIFEST = "checkpoint.json"
+    FORMAT = "streamtopics-replay-checkpoint"
+    FORMAT_VERSION = 1
+    FILES = (MANIFEST, "checkpoint-*.npz")  # what a replay's checkpoint leaves in its directory
+
+    def __init__(self, directory, source: dict):
+        self.directory = Path(directory)
+        self.source = source
+
+    def save(self, model: StreamingTopicModel, position, counters: dict | None = None) -> Path:
+        """Checkpoint ``model`` at archive ``position``; ``counters`` (``documents`` included)
+        go into the manifest. Returns the manifest's path."""
+        counters = dict(counters or {})
+        self.directory.mkdir(parents=True, exist_ok=True)
+        model_file = self.directory / f"checkpoint-{counters.get('documents', 0):010d}.npz"
+        manifest_path = self.directory / self.MANIFEST
+        write_state_and_manifest(model, model_file, manifest_path, lambda state_bytes: {
+            "format": self.FORMAT, "format_version": self.FORMAT_VERSION, "model": model_file.name,
+            "source": self.source, "position": position, **counters})
+        for old in self.directory.glob("checkpoint-*.npz"):
+            if old != model_file:
+                old.unlink(missing_ok=True)
+        return manifest_path
+
+    @classmethod
+    def read(cls, directory) -> dict:
+        """The manifest saved in ``directory``; :class:`CheckpointError` if there is none or
+        it is not one."""
+        path = Path(directory) / cls.MANIFEST
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CheckpointError(f"no checkpoint in {directory} (no {cls.MANIFEST})") from None
+        except (OSError, ValueError) as error:
+            raise CheckpointError(f"{path}: unreadable checkpoint ({error})") from None
+        if not isinstance(state, dict) or state.get("format") != cls.FORMAT:
+            raise CheckpointError(f"{path}: not a replay checkpoint")
+        if state.get("format_version") != cls.FORMAT_VERSION:
+            raise CheckpointError(f"{path}: unsupported checkpoint version {state.get('format_version')!r}")
+        return state
+
+
+def write_state_and_manifest(model: StreamingTopicModel, state_path: Path, manifest_path: Path,
+                             manifest: Callable[[int], dict]) -> dict:
+    """Steps 2 and 3 of the commit order (:mod:`consumers.stream`): the model's state file,
+    then -- once it is on disk -- the manifest ``manifest(state_bytes)`` that names it,
+    atomically. Returns the manifest."""
+    model.save(state_path)
+    body = manifest(state_path.stat().st_size)
+    atomic_write_bytes(manifest_path, json.dumps(body, indent=1).encode("utf-8"))
+    return body
 
 
 def _checksum(body: dict) -> str:

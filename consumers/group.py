@@ -10,8 +10,8 @@ Topology (DESIGN 5)::
                                |   full snapshots      v
           workers <-- snapshot topic (version notices) + store --> per-document mixtures
 
-* **Workers** are :class:`~consumers.kafka_consumer.TopicModelConsumer` processes with a
-  :class:`GroupView`: each checkpoints its partial statistics under its member name in the store,
+* **Workers** are :class:`~consumers.kafka_consumer.TopicModelConsumer` processes whose role
+  is a :class:`GroupView` (composed in, in place of :class:`~consumers.kafka_consumer.Standalone`): each checkpoints its partial statistics under its member name in the store,
   never refreshes, checkpoints (and commits) in the revocation callback before giving partitions
   up, and starts a newly assigned partition at the furthest offset any member checkpointed for
   it -- so a partition's documents are counted by exactly one worker's newest checkpoint, and a
@@ -30,8 +30,8 @@ Topology (DESIGN 5)::
 as child processes (:func:`run_group`). The same command on several machines, pointing at one
 store on a shared file system, forms one group: workers are named ``<member prefix>-<i>``
 (the prefix defaults to the host name), so each machine's workers keep their own partial states
-and get them back when restarted there. ``python -m consumers.group worker|refresher`` runs one
-role by hand.
+and get them back when restarted there. ``streamtopics group worker|refresher`` (or ``python -m
+consumers.group ...``) runs one role by hand (:mod:`consumers.cli.group`).
 """
 
 from __future__ import annotations
@@ -50,16 +50,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import click
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.lineage import Lineage
 
-from .kafka_consumer import ConsumerConfig, ConsumerMetrics, Outputs, TopicModelConsumer
-from .signals import STOP_SIGNALS, ignore_stop_signals, install_graceful_stop
-from .store import DirectoryStateStore, StateStore, coverage, frontier, merge_partials, overlaps
+from .consumer_config import ConsumerConfig
+from .kafka_consumer import TopicModelConsumer
+from .metrics import ServiceMetrics
+from .outputs import Outputs
+from .signals import STOP_SIGNALS, install_graceful_stop
+from .store import DirectoryStateStore, StateStore, frontier, merge_partials, overlaps
 
 log = logging.getLogger("streamtopics.group")
 
@@ -68,8 +70,13 @@ log = logging.getLogger("streamtopics.group")
 
 
 class GroupView:
-    """What a worker needs of its group: where a newly assigned partition starts (the store's
-    furthest checkpointed offset, by any other member) and the group's latest snapshot."""
+    """A scale-out worker's role in :class:`~consumers.kafka_consumer.TopicModelConsumer` (the
+    counterpart of :class:`~consumers.kafka_consumer.Standalone`): it never refreshes (the
+    group's refresher does); a newly assigned partition starts at the store's furthest
+    checkpointed offset, by any other member; it takes the group's latest snapshot for
+    per-document mixtures; and it leaves when it cannot checkpoint before giving partitions up."""
+
+    refreshes = False
 
     def __init__(self, store: StateStore, member: str, config: ConsumerConfig, follow_every_s: float = 1.0):
         self.store = store
@@ -81,6 +88,22 @@ class GroupView:
 
     def peer_offset(self, topic: str, partition: int) -> int | None:
         return self.store.checkpointed_offset(topic, partition, exclude=self.member)
+
+    def start_offset(self, topic: str, partition: int, own: int | None) -> int | None:
+        """The furthest of our own checkpointed offset and any other member's."""
+        peer = self.peer_offset(topic, partition)
+        return peer if peer is not None and (own is None or peer > own) else own
+
+    def after_batch(self, model: StreamingTopicModel) -> None:
+        if self.config.doc_topics_topic:
+            self.follow_snapshots(model)
+
+    def cannot_checkpoint_on_revocation(self) -> None:
+        """The next owner starts at our last checkpoint; documents we hold beyond it would be
+        counted twice if a later checkpoint of ours included them. Leave now: a restarted worker
+        resumes from its last checkpoint."""
+        log.critical("scale-out worker cannot checkpoint before giving partitions up: exiting")
+        os._exit(75)
 
     def follow_snapshots(self, model: StreamingTopicModel) -> None:
         """Take the newest snapshot announced on the snapshot topic (or, without one, found in
@@ -143,20 +166,15 @@ def worker_config(config: ConsumerConfig, store: DirectoryStateStore, member: st
 
 
 class Worker(TopicModelConsumer):
-    """A scale-out worker (see the module docstring)."""
+    """A scale-out worker: the consumer service with a :class:`GroupView` as its role and its
+    settings from :func:`worker_config` (see the module docstring)."""
 
     def __init__(self, config: ConsumerConfig, store: DirectoryStateStore, member: str):
-        self.view = GroupView(store, member, config)
-        super().__init__(worker_config(config, store, member), group=self.view)
+        super().__init__(worker_config(config, store, member), role=GroupView(store, member, config))
         if self.model.vocabulary is None:
+            self.store.close()
             raise ValueError("scale-out workers need a fixed vocabulary (--vocabulary): partial "
                              "statistics can only be summed over the same words")
-
-    def _shutdown(self, checkpoint: bool) -> None:
-        try:
-            super()._shutdown(checkpoint)
-        finally:
-            self.view.close()
 
 
 # --------------------------------------------------------------------------- refresher
@@ -178,7 +196,7 @@ class Refresher:
         self.store = store
         self.interval = interval
         self.standby_poll_s = standby_poll_s
-        self.metrics = ConsumerMetrics()
+        self.metrics = ServiceMetrics(process_metrics=False)
         self.outputs = Outputs(self.config, self.metrics)
         self._lease = None
         self._stop = threading.Event()
@@ -297,7 +315,7 @@ class Refresher:
 
 def _child(role: str, config_path: Path, store: Path, member: str | None, interval: float,
            log_level: str) -> list[str]:
-    args = [sys.executable, "-m", "consumers.group", role, "--config", str(config_path), "--store", str(store),
+    args = [sys.executable, "-m", "consumers.cli", "group", role, "--config", str(config_path), "--store", str(store),
             "--log-level", log_level]
     if member:
         args += ["--member", member]
@@ -372,79 +390,7 @@ def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None
     return status
 
 
-# --------------------------------------------------------------------------- command line
+if __name__ == "__main__":  # ``python -m consumers.group ROLE``: the same as ``streamtopics group ROLE``
+    from .cli.group import group
 
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
-
-
-@click.group("group")
-def cli():
-    """Roles of a scale-out group (normally started by ``streamtopics consume --workers N``)."""
-
-
-@cli.command("worker")
-@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--store", required=True, type=click.Path(file_okay=False))
-@click.option("--member", required=True, help="Member name: its checkpoints are STORE/members/NAME.")
-@click.option("--log-level", default="INFO")
-def worker_command(config_file, store, member, log_level):
-    """One worker: absorb the assigned partitions into partial statistics, checkpoint to the store."""
-    _setup_logging(log_level)
-    service = Worker(ConsumerConfig.load(config_file), DirectoryStateStore(store), member)
-    service.install_signal_handlers()
-    metrics = service.run()
-    ignore_stop_signals()
-    click.echo(json.dumps(metrics.as_dict()))
-
-
-@cli.command("refresher")
-@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--store", required=True, type=click.Path(file_okay=False))
-@click.option("--interval", default=10.0, show_default=True, help="Seconds between refresh rounds.")
-@click.option("--log-level", default="INFO")
-def refresher_command(config_file, store, interval, log_level):
-    """The refresher: merge the newest partial states, refresh, publish."""
-    _setup_logging(log_level)
-    refresher = Refresher(ConsumerConfig.load(config_file), DirectoryStateStore(store), interval)
-    refresher.install_signal_handlers()
-    refresher.run()
-    ignore_stop_signals()
-
-
-@cli.command("status")
-@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False))
-def status_command(store):
-    """The store's partial states: documents, offsets covered, overlaps (must be none)."""
-    partials = DirectoryStateStore(store).partials()
-    out = {"partials": [{"member": p.member, "sequence": p.checkpoint.sequence,
-                         "offsets": {f"{t}/{q}": o for (t, q), o in sorted(p.checkpoint.offsets.items())}}
-                        for p in partials],
-           "coverage": {f"{t}/{q}": r for (t, q), r in sorted(coverage(partials).items())},
-           "overlaps": overlaps(partials)}
-    click.echo(json.dumps(out, indent=1))
-
-
-#: options to add to ``consume`` (see :func:`group_options`)
-def group_options(command):
-    """Decorate the ``consume`` command with ``--workers``, ``--member-prefix``, ``--group-store``,
-    ``--refresh-interval``."""
-    command = click.option("--refresh-interval", type=float, default=10.0, show_default=True,
-                           help="With --workers: seconds between the refresher's merge+refresh rounds.")(command)
-    command = click.option("--group-store", type=click.Path(file_okay=False), default=None,
-                           help="With --workers: the group's shared state store directory "
-                                "[default: the checkpoint directory].")(command)
-    command = click.option("--member-prefix", default=None,
-                           help="With --workers: this machine's worker names are PREFIX-0 .. PREFIX-N-1; keep it "
-                                "stable and unique per machine [default: the host name].")(command)
-    command = click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
-                           help="Scale out: run N worker processes in the consumer group and one refresher "
-                                "that merges their partial statistics (needs --vocabulary).")(command)
-    return command
-
-
-if __name__ == "__main__":
-    cli(prog_name="python -m consumers.group")
+    group(prog_name="python -m consumers.group")

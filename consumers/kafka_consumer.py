@@ -7,13 +7,16 @@
     service.install_signal_handlers()   # SIGTERM/SIGINT: finish the batch, checkpoint, commit, close
     service.run()
 
-Per poll: decode each message (:mod:`consumers.messages`), feed the document to
-:meth:`StreamingTopicModel.learn_one` with its key, route every rejection (envelope or model) to
+Per poll: decode each message (:mod:`consumers.messages`), feed the document to the stream
+driver (:class:`consumers.stream.StreamDriver`, shared with the archive replay) with its key, route every rejection (envelope or model) to
 the dead-letter topic, publish document-topic mixtures for the absorbed documents, then refresh
-and checkpoint when their policies say so. Snapshots go to the snapshot topic (key = model name,
-top words only) and in full to the snapshot directory.
+and checkpoint when their schedules (:class:`consumers.schedule.Every`) say so. Snapshots go to
+the snapshot topic (key = model name, top words only; :mod:`consumers.outputs`) and, through
+the driver, in full to the snapshot directory. Settings: :mod:`consumers.consumer_config`; numbers:
+:class:`consumers.metrics.ServiceMetrics`.
 
-Exactly-once model state rests on :mod:`consumers.checkpoint`: the checkpoint, not the group's
+Exactly-once model state rests on the driver's commit order (:mod:`consumers.stream`) and on
+:mod:`consumers.checkpoint`: the checkpoint, not the group's
 committed offsets, says where each partition resumes. Newly assigned partitions are paused in the
 rebalance callback and sought in the polling thread: to the restored checkpoint's offset, or, when
 another member of the group committed further (its checkpoint holds those documents), to that
@@ -22,12 +25,14 @@ member id in their metadata so the two cases can be told apart.
 
 Several members of one group each keep the statistics of the partitions they read (DESIGN 5:
 partial statistics, summed by a refresher); use ``group_instance_id`` (static membership) so that
-a restarted member gets its partitions back without a rebalance. Scale-out workers
-(:mod:`consumers.group`) pass a ``group`` view of the shared store: a newly assigned partition
-then starts at the furthest offset any member checkpointed for it, the worker never refreshes,
-and it takes the group's snapshots (announced on the snapshot topic) for per-document mixtures.
-Every checkpoint records, per partition, the offset ranges its statistics count
-(``counters["ranges"]``), so a refresher can prove that no document is in two partial states.
+a restarted member gets its partitions back without a rebalance. What differs between a consumer
+on its own and a scale-out worker is its *role*, composed in: :class:`Standalone` (the default)
+refreshes and resumes from its own checkpoint; a worker's role
+(:class:`consumers.group.GroupView`) never refreshes, starts a newly assigned partition at the
+furthest offset any member checkpointed for it, and takes the group's snapshots for
+per-document mixtures. Every checkpoint records, per partition, the offset ranges its
+statistics count (``counters["ranges"]``), so a refresher can prove that no document is in two
+partial states.
 """
 
 from __future__ import annotations
@@ -35,461 +40,52 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import random
 import threading
 import time
-import types
 import typing
-from collections import Counter, deque
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from collections import Counter
+from dataclasses import dataclass
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabulary
-from streamtopics import config as model_config
 
-from .checkpoint import CheckpointStore, Offsets
-from .messages import FORMATS, MessageDecoder
+from .checkpoint import Checkpoint, CheckpointStore, Offsets
+from .consumer_config import ConsumerConfig
+from .metrics import ServiceMetrics
+from .outputs import Outputs
+from .schedule import Backoff, Every
 from .signals import install_graceful_stop
 from .snapshot_directory import SnapshotDirectory
+from .stream import StreamDriver
+
+__all__ = ["ConsumerConfig", "Standalone", "TopicModelConsumer"]
 
 log = logging.getLogger("streamtopics.consumer")
 
-ENV_PREFIX = "STREAMTOPICS_"
-#: kafka-python settings passed through unchanged to the consumer and the producer.
-SECURITY_SETTINGS = (
-    "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile",
-    "ssl_ciphers", "ssl_check_hostname", "sasl_mechanism", "sasl_plain_username",
-    "sasl_plain_password", "sasl_kerberos_service_name", "sasl_kerberos_domain_name",
-)
 
+class Standalone:
+    """The role of a consumer on its own: it refreshes its model, resumes every partition from
+    its own checkpoint, and needs nothing from other members. A scale-out worker's role
+    (:class:`consumers.group.GroupView`) answers the same questions differently."""
 
-def _option(default, help: str, **cli):
-    """A config field: its default, its help text and how the CLI spells it (``cli``)."""
-    factory = {"default_factory": lambda: type(default)()} if isinstance(default, (list, dict)) else {"default": default}
-    return field(**factory, metadata={"help": help, **cli})
+    refreshes = True
 
+    def start_offset(self, topic: str, partition: int, own: int | None) -> int | None:
+        """Where a newly assigned partition starts, given this consumer's checkpointed offset."""
+        return own
 
-def _model_option(name: str):
-    """A config field that is a model setting: its default and help are the model's own."""
-    return _option(model_config.default(name), model_config.doc(name))
+    def after_batch(self, model: StreamingTopicModel) -> None:
+        """Called after each absorbed batch (a worker takes the group's newest snapshot here)."""
 
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass
-class ConsumerConfig:
-    """Every setting of the consumer service. Load it with :meth:`load` (file, then
-    ``STREAMTOPICS_<NAME>`` environment variables, then explicit arguments such as CLI flags);
-    the field names are the keys in all three. Counts and intervals of 0 turn a trigger off."""
-
-    # connection and group
-    bootstrap_servers: str = _option("127.0.0.1:9092", "Kafka bootstrap servers, comma-separated.")
-    topics: list[str] = _option([], "Topic to consume (repeat, or separate with commas).", flag="--topic")
-    pattern: str | None = _option(None, "Regular expression of topics to consume, instead of --topic.")
-    group_id: str = _option("streamtopics", "Consumer group.")
-    group_instance_id: str | None = _option(
-        None, "Static group membership id: a restarted consumer gets its partitions back at once.")
-    client_id: str = _option("streamtopics", "Kafka client id.")
-    auto_offset_reset: str = _option(
-        "earliest", "Where a partition nobody has read yet starts.", choices=("earliest", "latest"))
-    poll_records: int = _option(500, "Most messages absorbed per poll (one batch).")
-    poll_timeout_ms: int = _option(500, "Longest wait for messages in one poll.")
-    # model
-    model_name: str = _option("streamtopics", "Model name: the key of snapshot messages.")
-    n_topics: int = _model_option("n_topics")
-    vocabulary: str | None = _option(
-        None, "Vocabulary file (one word per line); without one it is learned from the first documents.")
-    vocabulary_size: int = _model_option("vocabulary_size")
-    warmup_documents: int = _model_option("warmup_documents")
-    anchor_min_df: str | int = _model_option("anchor_min_df")
-    seed: int = _model_option("seed")
-    model_options: dict = _option(
-        {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",
-        flag="--model-option")
-    refresh_every_documents: int = _option(10_000, "Refresh the topics after this many absorbed documents.")
-    refresh_every_seconds: float = _option(0.0, "Refresh the topics at least this often (seconds).")
-    # checkpoints
-    checkpoint_dir: str = _option("streamtopics-checkpoints", "Directory of this consumer's checkpoints.")
-    keep_checkpoints: int = _option(3, "Checkpoints kept (older ones are fall-backs if the newest is damaged).")
-    checkpoint_every_messages: int = _option(50_000, "Checkpoint after this many consumed messages.")
-    checkpoint_every_seconds: float = _option(60.0, "Checkpoint at least this often (seconds).")
-    # messages
-    message_format: str = _option("auto", "Message values: JSON objects, plain text, or auto-detect.", choices=FORMATS)
-    text_field: str = _option("text", "JSON field holding the text.")
-    tokens_field: str = _option("tokens", "JSON field holding a token list.")
-    counts_field: str = _option("counts", "JSON field holding a {word: count} map.")
-    id_field: str | None = _option("id", "JSON field holding the document id (its key); '' to ignore.")
-    timestamp_field: str | None = _option("timestamp", "JSON field holding the document time; '' to ignore.")
-    max_message_bytes: int = _option(1_048_576, "Larger messages are dead letters ('oversized').")
-    # outputs
-    snapshot_topic: str | None = _option(None, "Topic that receives each snapshot as JSON (top words only).")
-    snapshot_dir: str | None = _option(None, "Directory that receives each full snapshot (snapshot-NNNNNN.json).")
-    snapshot_top_words: int = _option(20, "Top words per topic in snapshot messages.")
-    keep_snapshots: int = _option(10, "Snapshot files kept in the snapshot directory (0 = all).")
-    doc_topics_topic: str | None = _option(None, "Topic that receives each absorbed document's topic mixture.")
-    dead_letter_topic: str | None = _option(None, "Topic that receives rejected messages, reason in headers.")
-    # operations
-    stop_when_idle: float = _option(0.0, "Stop once caught up and idle this many seconds (0 = run forever).")
-    reconnect_backoff_s: float = _option(0.5, "First wait before reconnecting after a Kafka failure.")
-    reconnect_backoff_max_s: float = _option(30.0, "Longest wait between reconnection attempts.")
-    flush_timeout_s: float = _option(60.0, "Longest wait for outputs to be delivered before a checkpoint.")
-    log_every_seconds: float = _option(30.0, "Progress log interval.")
-    # security (kafka-python names), extra client settings
-    security_protocol: str = _option(
-        "PLAINTEXT", "Kafka security protocol.", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
-    ssl_cafile: str | None = _option(None, "CA file for SSL.")
-    ssl_certfile: str | None = _option(None, "Client certificate for SSL.")
-    ssl_keyfile: str | None = _option(None, "Client key for SSL.")
-    ssl_password: str | None = _option(None, "Password of the client key.")
-    ssl_crlfile: str | None = _option(None, "Certificate revocation list for SSL.")
-    ssl_ciphers: str | None = _option(None, "Allowed SSL ciphers (OpenSSL cipher list).")
-    ssl_check_hostname: bool = _option(True, "Check the broker's host name against its certificate.")
-    sasl_mechanism: str | None = _option(None, "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, OAUTHBEARER.")
-    sasl_plain_username: str | None = _option(None, "SASL user name.")
-    sasl_plain_password: str | None = _option(None, "SASL password.")
-    sasl_kerberos_service_name: str | None = _option(None, "Kerberos service name (GSSAPI).")
-    sasl_kerberos_domain_name: str | None = _option(None, "Kerberos domain name (GSSAPI).")
-    consumer_options: dict = _option({}, "Further KafkaConsumer setting as KEY=VALUE.", flag="--consumer-option")
-    producer_options: dict = _option({}, "Further KafkaProducer setting as KEY=VALUE.", flag="--producer-option")
-
-    def __post_init__(self):
-        if bool(self.topics) == bool(self.pattern):
-            raise ValueError("give either topics or a topic pattern (not both)")
-        if self.auto_offset_reset not in ("earliest", "latest"):
-            raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
-        if self.message_format not in FORMATS:
-            raise ValueError(f"message_format must be one of {FORMATS}")
-        if self.poll_records < 1 or self.n_topics < 1:
-            raise ValueError("poll_records and n_topics must be at least 1")
-
-    # ------------------------------------------------------------------ loading
-    @classmethod
-    def load(cls, path=None, environ: typing.Mapping[str, str] | None = None, **overrides) -> "ConsumerConfig":
-        """Defaults, overridden by the file at ``path`` (TOML or JSON; a ``[consume]`` table is
-        used if present), then by ``STREAMTOPICS_<NAME>`` variables of ``environ`` (default
-        ``os.environ``), then by ``overrides`` whose value is not None."""
-        values: dict = {}
-        if path is not None:
-            values.update(_read_config_file(Path(path)))
-        environ = os.environ if environ is None else environ
-        names = {f.name for f in fields(cls)}
-        values.update({name: environ[ENV_PREFIX + name.upper()] for name in names
-                       if ENV_PREFIX + name.upper() in environ})
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(values)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "ConsumerConfig":
-        """A config from ``{name: value}``; string values are parsed to the field's type."""
-        hints = typing.get_type_hints(cls)
-        unknown = set(values) - set(hints)
-        if unknown:
-            raise ValueError(f"unknown consumer settings: {sorted(unknown)}")
-        return cls(**{name: _coerce(name, value, hints[name]) for name, value in values.items()})
-
-    def to_dict(self, redact: bool = True) -> dict:
-        """The settings as a dict, passwords replaced by '***' unless ``redact`` is False."""
-        out = asdict(self)
-        if redact:
-            for name in ("ssl_password", "sasl_plain_password"):
-                if out[name] is not None:
-                    out[name] = "***"
-        return out
-
-    # ------------------------------------------------------------------ derived settings
-    def client_settings(self) -> dict:
-        """Connection and security settings shared by the consumer and the producer."""
-        settings = {"bootstrap_servers": self.bootstrap_servers.split(","), "client_id": self.client_id,
-                    "reconnect_backoff_ms": int(self.reconnect_backoff_s * 1000),
-                    "reconnect_backoff_max_ms": int(self.reconnect_backoff_max_s * 1000)}
-        settings.update({k: getattr(self, k) for k in SECURITY_SETTINGS if getattr(self, k) is not None})
-        return settings
-
-    def consumer_settings(self) -> dict:
-        return {**self.client_settings(), "group_id": self.group_id, "group_instance_id": self.group_instance_id,
-                "enable_auto_commit": False, "auto_offset_reset": self.auto_offset_reset,
-                "max_poll_records": self.poll_records, **self.consumer_options}
-
-    def producer_settings(self) -> dict:
-        return {**self.client_settings(), "acks": "all", "linger_ms": 5, **self.producer_options}
-
-    def message_decoder(self) -> MessageDecoder:
-        return MessageDecoder(self.message_format, self.text_field, self.tokens_field, self.counts_field,
-                              self.id_field or None, self.timestamp_field or None, self.max_message_bytes)
-
-    def new_model(self, on_reject=None) -> StreamingTopicModel:
-        """A fresh model as configured (refreshes are the service's job, not the model's)."""
-        options = {"vocabulary_size": self.vocabulary_size, "warmup_documents": self.warmup_documents,
-                   "anchor_min_df": self.anchor_min_df, "seed": self.seed, **self.model_options}
-        return StreamingTopicModel(self.n_topics, self.vocabulary, refresh_every=None,
-                                   on_reject=on_reject, **options)
-
-
-def _read_config_file(path: Path) -> dict:
-    if path.suffix.lower() == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-    elif path.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            import tomli as tomllib
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    else:
-        raise ValueError(f"{path}: config files must end in .toml or .json")
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a table of settings")
-    return data.get("consume", data)
-
-
-def field_kinds(hint) -> tuple[list[type], bool]:
-    """The plain types a config field accepts (``list[str]`` -> ``list``) and whether None is one."""
-    members = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    kinds = [typing.get_origin(m) or m for m in members if m is not type(None)]
-    return kinds, type(None) in members
-
-
-def _coerce(name: str, value, hint):
-    """``value`` as the type ``hint`` says; strings (environment, CLI) are parsed."""
-    kinds, optional = field_kinds(hint)
-    if isinstance(value, str):
-        text = value.strip()
-        if optional and text.lower() in ("", "none", "null"):
-            return None
-        if int in kinds and str in kinds:  # "auto" or a number
-            return int(text) if text.isdigit() else text
-        kind = kinds[0]
-        if kind is bool:
-            if text.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                raise ValueError(f"{name}: expected a boolean, got {value!r}")
-            return text.lower() in ("1", "true", "yes", "on")
-        if kind is list:
-            return [item.strip() for item in text.split(",") if item.strip()]
-        if kind is dict:
-            parsed = json.loads(text)
-            if not isinstance(parsed, dict):
-                raise ValueError(f"{name}: expected a JSON object")
-            return parsed
-        if kind in (int, float):
-            return kind(text)
-        return text
-    if isinstance(value, (list, tuple)) and list in kinds:
-        return [item.strip() for entry in value for item in str(entry).split(",") if item.strip()]
-    return value
-
-
-# --------------------------------------------------------------------------- policies, metrics
-
-
-class Trigger:
-    """Fires after ``every_count`` units of work or ``every_seconds`` (0 turns either off),
-    whichever comes first, and only if some work was done since it last fired."""
-
-    def __init__(self, every_count: int = 0, every_seconds: float = 0.0, count: int = 0):
-        self.every_count = int(every_count or 0)
-        self.every_seconds = float(every_seconds or 0.0)
-        self.reset(count)
-
-    def reset(self, count: int) -> None:
-        self._count, self._time = count, time.monotonic()
-
-    def due(self, count: int) -> bool:
-        if count <= self._count:
-            return False
-        return bool((self.every_count and count - self._count >= self.every_count)
-                    or (self.every_seconds and time.monotonic() - self._time >= self.every_seconds))
-
-
-class Backoff:
-    """Exponential back-off from ``initial`` to ``maximum`` seconds, each delay drawn between
-    half and all of the current ceiling so that restarted consumers do not retry in step."""
-
-    def __init__(self, initial: float = 0.5, maximum: float = 30.0):
-        self.initial, self.maximum = float(initial), float(maximum)
-        self.attempts = 0
-
-    def next_delay(self) -> float:
-        ceiling = min(self.maximum, self.initial * 2 ** self.attempts)
-        self.attempts += 1
-        return random.uniform(ceiling / 2, ceiling)
-
-    def reset(self) -> None:
-        self.attempts = 0
-
-
-class ConsumerMetrics:
-    """What the consumer has done, for the monitoring service to expose (:meth:`as_dict` is
-    safe to call from another thread). Totals that survive restarts (documents absorbed,
-    rejections by reason, dead letters) come from the model and the checkpoint; the rest count
-    from the start of this process."""
-
-    def __init__(self, window_seconds: float = 10.0):
-        self._lock = threading.Lock()
-        self.started = time.time()
-        self.window_seconds = window_seconds
-        self.messages_consumed = 0
-        self.documents_absorbed = 0
-        self.rejected: Counter = Counter()
-        self.dead_letters = 0
-        self.doc_topics_published = 0
-        self.refreshes = 0
-        self.refresh_failures = 0
-        self.last_refresh_seconds: float | None = None
-        self.snapshot_version: int | None = None
-        self.checkpoints = 0
-        self.last_checkpoint: dict | None = None
-        self.checkpoints_set_aside = 0
-        self.commit_failures = 0
-        self.output_errors = 0
-        self.reconnects = 0
-        self.lag: dict[str, int] = {}
-        self._samples: deque = deque()  # (monotonic time, documents absorbed)
-
-    def update(self, **values) -> None:
-        """Set attributes (counters are set to their new totals) under the lock."""
-        with self._lock:
-            for name, value in values.items():
-                setattr(self, name, value)
-            now = time.monotonic()
-            self._samples.append((now, self.documents_absorbed))
-            while len(self._samples) > 2 and now - self._samples[1][0] > self.window_seconds:
-                self._samples.popleft()
-
-    def increment(self, name: str, by: int = 1) -> None:
-        with self._lock:
-            setattr(self, name, getattr(self, name) + by)
-
-    @property
-    def documents_per_second(self) -> float:
-        """Absorption rate over the last ``window_seconds``."""
-        with self._lock:
-            if len(self._samples) < 2:
-                return 0.0
-            (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
-            return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
-
-    def as_dict(self) -> dict:
-        rate = self.documents_per_second
-        with self._lock:
-            return {
-                "uptime_seconds": time.time() - self.started, "messages_consumed": self.messages_consumed,
-                "documents_absorbed": self.documents_absorbed, "documents_per_second": rate,
-                "rejected": dict(self.rejected), "dead_letters": self.dead_letters,
-                "doc_topics_published": self.doc_topics_published, "refreshes": self.refreshes,
-                "refresh_failures": self.refresh_failures, "last_refresh_seconds": self.last_refresh_seconds,
-                "snapshot_version": self.snapshot_version, "checkpoints": self.checkpoints,
-                "last_checkpoint": self.last_checkpoint, "checkpoints_set_aside": self.checkpoints_set_aside,
-                "commit_failures": self.commit_failures, "output_errors": self.output_errors,
-                "reconnects": self.reconnects, "lag": dict(self.lag), "total_lag": sum(self.lag.values()),
-            }
-
-
-# --------------------------------------------------------------------------- outputs
-
-
-class Outputs:
-    """Where results go: snapshot topic and directory, document-topics topic, dead letters.
-
-    Sends are asynchronous; :meth:`flush` waits until all are delivered (the checkpoint does
-    so first). A send that fails is logged and counted, never allowed to stop the stream."""
-
-    HEADER = "streamtopics."
-
-    def __init__(self, config: ConsumerConfig, metrics: ConsumerMetrics):
-        self.config = config
-        self.metrics = metrics
-        self.producer: KafkaProducer | None = None
-        self.snapshots = None
-        if config.snapshot_dir:
-            self.snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
-            self.snapshots.path.mkdir(parents=True, exist_ok=True)
-
-    @property
-    def needs_producer(self) -> bool:
-        c = self.config
-        return any((c.snapshot_topic, c.doc_topics_topic, c.dead_letter_topic))
-
-    def connect(self) -> None:
-        if self.needs_producer and self.producer is None:
-            self.producer = KafkaProducer(**self.config.producer_settings())
-
-    def _send(self, topic: str, key: bytes | None, value: bytes | None, headers=None) -> None:
-        try:
-            future = self.producer.send(topic, key=key, value=value, headers=headers or [])
-        except KafkaError as error:
-            self._failed(topic, error)
-            return
-        future.add_errback(lambda error: self._failed(topic, error))
-
-    def _failed(self, topic: str, error) -> None:
-        self.metrics.increment("output_errors")
-        log.error("could not deliver a message to %s: %s", topic, error)
-
-    def snapshot(self, snapshot: TopicSnapshot) -> None:
-        c = self.config
-        if self.snapshots is not None:
-            self.snapshots.save(snapshot)
-        if c.snapshot_topic:
-            self._send(c.snapshot_topic, c.model_name.encode(), snapshot.to_json(c.snapshot_top_words).encode())
-
-    def doc_topics(self, record, key, version: int, topic_ids: list[int], mixture) -> None:
-        value = {"key": _text_key(key, record), "snapshot_version": version,
-                 "topics": {str(t): round(float(w), 6) for t, w in zip(topic_ids, mixture)},
-                 "source": {"topic": record.topic, "partition": record.partition, "offset": record.offset}}
-        self._send(self.config.doc_topics_topic, _text_key(key, record).encode(), json.dumps(value).encode())
-        self.metrics.increment("doc_topics_published")
-
-    def dead_letter(self, rejection: Rejection, record=None, key=None, document=None) -> None:
-        """Send a rejected message: the original record (value, key and headers kept, reason
-        and origin added), or -- for a warm-up document rejected only once the vocabulary was
-        frozen -- its word counts."""
-        if not self.config.dead_letter_topic:
-            return
-        ours = [("reason", rejection.reason), ("detail", rejection.detail), ("model", self.config.model_name)]
-        if record is not None:
-            value, key_bytes, theirs = record.value, record.key, list(record.headers or [])
-            ours += [("topic", record.topic), ("partition", str(record.partition)), ("offset", str(record.offset)),
-                     ("timestamp", str(record.timestamp))]
-            if value is not None and len(value) > self.config.max_message_bytes:
-                value = value[: self.config.max_message_bytes]
-                ours.append(("truncated", "true"))
-        else:
-            value, key_bytes, theirs = json.dumps(document).encode(), _key_bytes(key), []
-            ours.append(("origin", "warmup"))
-        headers = theirs + [(self.HEADER + name, text.encode()) for name, text in ours]
-        self._send(self.config.dead_letter_topic, key_bytes, value, headers)
-
-    def flush(self) -> None:
-        """Block until every send is delivered or has failed; raises KafkaTimeoutError."""
-        if self.producer is not None:
-            self.producer.flush(timeout=self.config.flush_timeout_s)
+    def cannot_checkpoint_on_revocation(self) -> None:
+        """The checkpoint before giving partitions up failed: the next owner re-reads from the
+        previous checkpoint, which our restored state matches, so a consumer on its own goes on."""
 
     def close(self) -> None:
-        if self.producer is not None:
-            with contextlib.suppress(Exception):
-                self.producer.close(timeout=self.config.flush_timeout_s)
-            self.producer = None
-
-
-def _key_bytes(key) -> bytes | None:
-    if key is None or isinstance(key, bytes):
-        return key
-    return str(key).encode()
-
-
-def _text_key(key, record) -> str:
-    if key is None:
-        return f"{record.topic}/{record.partition}/{record.offset}"
-    return key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
-
-
-# --------------------------------------------------------------------------- the service
-
+        """The service stops."""
 
 @dataclass
 class _InFlight:
@@ -508,24 +104,26 @@ class _Rebalance(ConsumerRebalanceListener):
         self.service = service
 
     def on_partitions_revoked(self, revoked):
-        self.service._on_revoked(revoked)
+        self.service.on_partitions_revoked(revoked)
 
     def on_partitions_assigned(self, assigned):
-        self.service._on_assigned(assigned)
+        self.service.on_partitions_assigned(assigned)
 
 
 class TopicModelConsumer:
     """Consume Kafka topics into a :class:`StreamingTopicModel` (see the module docstring).
 
     ``model`` is the live model, ``positions`` the next offset to read per ``(topic,
-    partition)`` that the model's statistics reflect, ``metrics`` a :class:`ConsumerMetrics`.
-    :meth:`run` blocks until :meth:`stop` (or a signal, after :meth:`install_signal_handlers`).
+    partition)`` that the model's statistics reflect, ``metrics`` a
+    :class:`~consumers.metrics.ServiceMetrics`, ``role`` what this member does in its group
+    (:class:`Standalone` unless given). :meth:`run` blocks until :meth:`stop` (or a signal,
+    after :meth:`install_signal_handlers`).
     """
 
-    def __init__(self, config: ConsumerConfig, group=None):
+    def __init__(self, config: ConsumerConfig, role=None, metrics: ServiceMetrics | None = None):
         self.config = config
-        self.group = group  # consumers.group.GroupView of a scale-out worker, else None
-        self.metrics = ConsumerMetrics()
+        self.role = role if role is not None else Standalone()
+        self.metrics = metrics if metrics is not None else ServiceMetrics(process_metrics=False)
         self.decoder = config.message_decoder()
         self.outputs = Outputs(config, self.metrics)
         self.store = CheckpointStore(config.checkpoint_dir, keep=config.keep_checkpoints)
@@ -534,7 +132,6 @@ class TopicModelConsumer:
         self._unplaced: set[TopicPartition] = set()  # assigned, paused, not yet sought
         self._in_flight: _InFlight | None = None
         self._closing = False
-        self._stream_time: float | None = None
         self.restored = self.store.restore(on_reject=self._on_model_reject)
         if self.restored.model is None:
             self.model = config.new_model(on_reject=self._on_model_reject)
@@ -548,11 +145,16 @@ class TopicModelConsumer:
             log.info("restored checkpoint %d: %d documents, offsets %s", self.restored.checkpoint.sequence,
                      self.model.documents_absorbed, _offsets_text(self.positions))
         self._counters.setdefault("ranges", {})  # "topic/partition" -> [[start, end), ...] counted here
+        snapshots = None
+        if config.snapshot_dir:
+            snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
+            snapshots.path.mkdir(parents=True, exist_ok=True)
+        self.driver = StreamDriver(self.model, self.store, snapshots)
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
-        self._refresh = Trigger(config.refresh_every_documents, config.refresh_every_seconds,
-                                self.model.documents_absorbed)
-        self._checkpoint_due = Trigger(config.checkpoint_every_messages, config.checkpoint_every_seconds)
+        self._refresh = Every(config.refresh_every_documents, config.refresh_every_seconds,
+                              self.model.documents_absorbed)
+        self._checkpoint_due = Every(config.checkpoint_every_messages, config.checkpoint_every_seconds)
         self._checkpoint_retry_at = 0.0
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)
@@ -575,7 +177,7 @@ class TopicModelConsumer:
         """Ask :meth:`run` to finish its batch, checkpoint, commit and return."""
         self._stop.set()
 
-    def run(self) -> ConsumerMetrics:
+    def run(self) -> ServiceMetrics:
         """Consume until stopped; reconnect with back-off whenever Kafka fails."""
         backoff = Backoff(self.config.reconnect_backoff_s, self.config.reconnect_backoff_max_s)
         clean = False
@@ -632,6 +234,7 @@ class TopicModelConsumer:
             self._disconnect()
             self.outputs.close()
             self.store.close()
+            self.role.close()
             log.info("stopped: %s", json.dumps(self.metrics.as_dict()))
 
     # ------------------------------------------------------------------ the loop
@@ -669,27 +272,19 @@ class TopicModelConsumer:
                     self._reject_message(decoded, record)
                 else:
                     self._in_flight = _InFlight(record, decoded.document)
-                    self._advance_stream_time(decoded.timestamp, record.timestamp)
-                    self.model.learn_one(decoded.document, decoded.key, stream_time=self._stream_time)
+                    self.driver.learn(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
                     if not self._in_flight.rejected:
                         absorbed.append((record, decoded.key, decoded.document))
                     self._in_flight = None
                 self.positions[position] = record.offset + 1
             self._extend_range(position)
-        if self.group is not None and self.config.doc_topics_topic:
-            self.group.follow_snapshots(self.model)
+        self.role.after_batch(self.model)
         if absorbed and self.config.doc_topics_topic and self.model.snapshot is not None:
             snapshot = self.model.snapshot
             mixtures = self.model.infer([document for _, _, document in absorbed])
             for (record, key, _), mixture in zip(absorbed, mixtures):
                 self.outputs.doc_topics(record, key, snapshot.version, snapshot.topic_ids, mixture)
         self._update_totals()
-
-    def _advance_stream_time(self, document_time: float | None, record_ms: int) -> None:
-        """Stream time: the latest document time seen (the record's if the message has none)."""
-        stamp = document_time if document_time is not None else (record_ms / 1000 if record_ms >= 0 else None)
-        if stamp is not None:
-            self._stream_time = stamp if self._stream_time is None else max(self._stream_time, stamp)
 
     def _reject_message(self, rejection: Rejection, record) -> None:
         counts = self._counters["message_rejections"]
@@ -736,27 +331,23 @@ class TopicModelConsumer:
 
     # ------------------------------------------------------------------ refresh
     def _maybe_refresh(self) -> None:
-        if self.group is not None:
-            return  # a scale-out worker: the group's refresher refreshes
-        if self._refresh.due(self.model.documents_absorbed) and self.model.vocabulary is not None:
+        if self.role.refreshes and self._refresh.due(self.model.documents_absorbed) and self.model.vocabulary is not None:
             self.refresh()
 
     def refresh(self) -> TopicSnapshot | None:
         """Recompute the topics now and publish the snapshot; None if the refresh failed (it
         is logged and counted; the stream goes on)."""
         self._refresh.reset(self.model.documents_absorbed)
-        t0 = time.perf_counter()
         try:
-            snapshot = self.model.refresh(position=_position_json(self.positions), stream_time=self._stream_time)
+            snapshot, _, seconds = self.driver.refresh(_position_json(self.positions))
         except Exception:  # noqa: BLE001 - a failed refresh must not stop the stream
             self.metrics.increment("refresh_failures")
             log.exception("refresh failed at %d documents", self.model.documents_absorbed)
             return None
         self.outputs.snapshot(snapshot)
         self.metrics.increment("refreshes")
-        self.metrics.update(last_refresh_seconds=time.perf_counter() - t0, snapshot_version=snapshot.version)
-        log.info("snapshot %d at %d documents (%.2f s)", snapshot.version, snapshot.documents_seen,
-                 time.perf_counter() - t0)
+        self.metrics.update(refresh_seconds=seconds, snapshot_version=snapshot.version)
+        log.info("snapshot %d at %d documents (%.2f s)", snapshot.version, snapshot.documents_seen, seconds)
         return snapshot
 
     # ------------------------------------------------------------------ checkpoints
@@ -771,14 +362,15 @@ class TopicModelConsumer:
             log.warning("checkpoint postponed %.1f s: outputs not delivered (%s)", delay, error)
 
     def checkpoint(self, commit_async: bool = False) -> bool:
-        """Flush outputs, write a checkpoint, commit its offsets -- in that order (see
-        :mod:`consumers.checkpoint`). Does nothing if no message was consumed since the last
-        one. Returns whether a checkpoint was written; raises KafkaError if the flush fails."""
+        """Flush outputs, write a checkpoint, commit its offsets: the commit order of
+        :meth:`StreamDriver.checkpoint <consumers.stream.StreamDriver.checkpoint>`. Does nothing
+        if no message was consumed since the last one. Returns whether a checkpoint was written;
+        raises KafkaError if the flush fails."""
         if self.positions == self._checkpointed:
             return False
         t0 = time.perf_counter()
-        self.outputs.flush()
-        saved = self.store.save(self.model, self.positions, self._counters)
+        saved = self.driver.checkpoint(self.positions, self._counters, flush=self.outputs.flush,
+                                       commit=lambda saved: self._commit(saved, commit_async))
         self._checkpointed = dict(saved.offsets)
         self._checkpoint_due.reset(self._messages)
         seconds = time.perf_counter() - t0
@@ -786,19 +378,18 @@ class TopicModelConsumer:
         self.metrics.update(last_checkpoint={"sequence": saved.sequence, "bytes": saved.state_bytes,
                                              "seconds": seconds, "documents": self.model.documents_absorbed})
         log.debug("checkpoint %d written in %.2f s (%d bytes)", saved.sequence, seconds, saved.state_bytes)
-        self._commit(saved.sequence, commit_async)
         return True
 
-    def _commit(self, sequence: int, asynchronous: bool) -> None:
+    def _commit(self, saved: Checkpoint, asynchronous: bool) -> None:
         """Commit the checkpointed offsets of the assigned partitions, tagged with our member id.
         A failed commit is harmless (the checkpoint decides where we resume), so it is only
         counted."""
         if self._consumer is None:
             return
-        metadata = json.dumps({"member": self.store.member_id, "checkpoint": sequence})
-        offsets = {tp: OffsetAndMetadata(self._checkpointed[(tp.topic, tp.partition)], metadata, -1)
+        metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})
+        offsets = {tp: OffsetAndMetadata(saved.offsets[(tp.topic, tp.partition)], metadata, -1)
                    for tp in self._consumer.assignment()
-                   if (tp.topic, tp.partition) in self._checkpointed and tp not in self._unplaced}
+                   if (tp.topic, tp.partition) in saved.offsets and tp not in self._unplaced}
         if not offsets:
             return
         try:
@@ -815,7 +406,7 @@ class TopicModelConsumer:
             log.warning("offset commit failed (harmless, the checkpoint is ahead): %s", result)
 
     # ------------------------------------------------------------------ rebalancing
-    def _on_revoked(self, revoked) -> None:
+    def on_partitions_revoked(self, revoked) -> None:
         """Checkpoint before giving partitions up, so their next owner starts exactly where our
         statistics end. Runs on kafka-python's IO thread: the commit is asynchronous."""
         self._unplaced.difference_update(revoked)
@@ -825,14 +416,9 @@ class TopicModelConsumer:
             self.checkpoint(commit_async=True)
         except Exception:  # noqa: BLE001 - kafka-python would only log it
             log.exception("checkpoint on revocation of %s failed", sorted(revoked))
-            if self.group is not None:
-                # The next owner starts at our last checkpoint; documents we hold beyond it
-                # would be counted twice if a later checkpoint of ours included them. Leave
-                # now: a restarted worker resumes from its last checkpoint.
-                log.critical("scale-out worker cannot checkpoint before giving partitions up: exiting")
-                os._exit(75)
+            self.role.cannot_checkpoint_on_revocation()
 
-    def _on_assigned(self, assigned) -> None:
+    def on_partitions_assigned(self, assigned) -> None:
         """Pause new partitions until :meth:`_place_assigned` seeks them (on the polling thread,
         because finding where to start needs blocking requests, which the IO thread may not make)."""
         if assigned:
@@ -867,14 +453,10 @@ class TopicModelConsumer:
             self._open_range(position, self.positions[position])
 
     def _start_offset(self, tp: TopicPartition) -> int:
-        """Our checkpoint's offset, unless another member committed further (its statistics hold
-        those documents) or -- in a scale-out group -- checkpointed further in the shared store;
-        for a partition nobody read, ``auto_offset_reset``."""
-        own = self.positions.get((tp.topic, tp.partition))
-        if self.group is not None:
-            peer = self.group.peer_offset(tp.topic, tp.partition)
-            if peer is not None and (own is None or peer > own):
-                own = peer
+        """Our checkpoint's offset (as our role sees it: in a scale-out group, the furthest any
+        member checkpointed in the shared store), unless another member committed further (its
+        statistics hold those documents); for a partition nobody read, ``auto_offset_reset``."""
+        own = self.role.start_offset(tp.topic, tp.partition, self.positions.get((tp.topic, tp.partition)))
         committed = self._consumer.committed(tp, metadata=True, timeout_ms=int(self.config.flush_timeout_s * 1000))
         if committed is not None and committed.offset >= 0 and _commit_member(committed.metadata) != self.store.member_id:
             if own is None or committed.offset > own:
@@ -884,6 +466,13 @@ class TopicModelConsumer:
         if self.config.auto_offset_reset == "latest":
             return self._consumer.end_offsets([tp])[tp]
         return self._consumer.beginning_offsets([tp])[tp]
+
+
+def _document_time(document_time: float | None, record_ms: int) -> float | None:
+    """A document's time: its own, else its record's (Kafka timestamps are milliseconds)."""
+    if document_time is not None:
+        return document_time
+    return record_ms / 1000 if record_ms >= 0 else None
 
 
 def _commit_member(metadata: str | None) -> str | None:

@@ -1,19 +1,24 @@
-"""Prometheus metrics of a running topic model, one registry per monitoring service.
+"""The one metrics class of every stream: what the Kafka consumer, a replay or a snapshot
+directory has done, for logs, the JSON API and Prometheus.
 
 :class:`ServiceMetrics` keeps the latest totals a stream reports (documents absorbed, rejections
-by reason, refreshes, consumer lag, ...) and exposes them through its own
-:class:`prometheus_client.CollectorRegistry`, so several services in one process never clash and
-tests read exactly one service's numbers. Totals are *set*, not incremented: the model and the
-Kafka consumer already keep them (and restore them from checkpoints), so the exported counters
-are the model's own counts, exact after a restart too.
+by reason, refreshes, consumer lag, checkpoints, dead letters, ...) and exposes them through its
+own :class:`prometheus_client.CollectorRegistry`, so several services in one process never clash
+and tests read exactly one service's numbers. Totals are *set*, not incremented: the model and
+the Kafka consumer already keep them (and restore them from checkpoints), so the exported
+counters are the model's own counts, exact after a restart too. Events of this process only
+(reconnects, commit failures, output errors, ...) are counted with :meth:`ServiceMetrics.increment`.
 
 Feed it from whatever runs the stream, on the thread that runs it:
 
+* the Kafka consumer (:mod:`consumers.kafka_consumer`) owns one and writes it directly
+  (:meth:`ServiceMetrics.update`, :meth:`ServiceMetrics.increment`); hand the same object to
+  :class:`~consumers.service.LiveSource` to serve it;
 * :meth:`ServiceMetrics.update_from_model` reads a
   :class:`~streamtopics.StreamingTopicModel` (``documents_absorbed``, ``rejections``,
   ``last_refresh``, ``snapshot.version``, ``len(vocabulary)``);
-* :meth:`ServiceMetrics.update_from_consumer` reads the dict of
-  :meth:`consumers.kafka_consumer.ConsumerMetrics.as_dict` (lag per partition included);
+* :meth:`ServiceMetrics.update_from_consumer` reads a summary that another process printed
+  (:meth:`ServiceMetrics.as_dict` as JSON, e.g. the last line of ``streamtopics consume``);
 * :meth:`ServiceMetrics.observe_snapshot` counts a snapshot seen in a snapshot directory.
 
 Exported families (all prefixed ``streamtopics_``)::
@@ -74,8 +79,15 @@ class ServiceMetrics:
     True
     """
 
+    #: events of this process, counted with :meth:`increment` (or set with :meth:`update`)
+    EVENT_COUNTS = ("messages_consumed", "dead_letters", "doc_topics_published", "refresh_failures",
+                    "checkpoints", "checkpoints_set_aside", "commit_failures", "output_errors", "reconnects")
+
     def __init__(self, window_seconds: float = 10.0, process_metrics: bool = True):
         self._lock = threading.Lock()
+        for name in self.EVENT_COUNTS:
+            setattr(self, name, 0)
+        self.last_checkpoint: dict | None = None
         self.window_seconds = float(window_seconds)
         self.started = time.time()
         self.documents_absorbed = 0
@@ -94,7 +106,7 @@ class ServiceMetrics:
         self._refresh_seen: int | None = None  # version whose duration was last observed
         self._samples: deque = deque()  # (monotonic time, documents absorbed)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Collector(self))
+        self.registry.register(self)
         if process_metrics:
             try:
                 ProcessCollector(registry=self.registry)
@@ -105,10 +117,19 @@ class ServiceMetrics:
     def update(self, *, documents_absorbed: int | None = None, rejected: Mapping[str, int] | None = None,
                refreshes: int | None = None, refresh_seconds: float | None = None,
                snapshot_version: int | None = None, n_topics: int | None = None,
-               vocabulary_size: int | None = None, lag: Mapping | None = None) -> None:
+               vocabulary_size: int | None = None, lag: Mapping | None = None,
+               last_checkpoint: dict | None = None, **counts: int) -> None:
         """Set the totals given (others keep their values). ``refresh_seconds`` is the duration
-        of the refresh that produced ``snapshot_version``; it is observed once per version."""
+        of the refresh that produced ``snapshot_version``; it is observed once per version.
+        ``counts`` set totals of :attr:`EVENT_COUNTS` (e.g. ``messages_consumed``)."""
+        unknown = set(counts) - set(self.EVENT_COUNTS)
+        if unknown:
+            raise TypeError(f"unknown metrics: {sorted(unknown)}")
         with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, int(value))
+            if last_checkpoint is not None:
+                self.last_checkpoint = dict(last_checkpoint)
             now = time.monotonic()
             if documents_absorbed is not None:
                 self.documents_absorbed = int(documents_absorbed)
@@ -153,9 +174,16 @@ class ServiceMetrics:
                     n_topics=None if snapshot is None else snapshot.n_topics,
                     vocabulary_size=None if model.vocabulary is None else len(model.vocabulary), lag=lag)
 
+    def increment(self, name: str, by: int = 1) -> None:
+        """Count ``by`` more of an event: one of :attr:`EVENT_COUNTS`, or ``refreshes``."""
+        if name not in self.EVENT_COUNTS and name != "refreshes":
+            raise TypeError(f"unknown metric {name!r}")
+        with self._lock:
+            setattr(self, name, getattr(self, name) + by)
+
     def update_from_consumer(self, values: Mapping) -> None:
-        """Read :meth:`consumers.kafka_consumer.ConsumerMetrics.as_dict` (documents absorbed,
-        rejections, refreshes, last refresh duration, snapshot version, lag per partition)."""
+        """Read another process's :meth:`as_dict` summary (documents absorbed, rejections,
+        refreshes, last refresh duration, snapshot version, lag per partition)."""
         self.update(documents_absorbed=values.get("documents_absorbed"), rejected=values.get("rejected"),
                     refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
                     refresh_seconds=values.get("last_refresh_seconds"), lag=values.get("lag"))
@@ -186,14 +214,18 @@ class ServiceMetrics:
         return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
 
     def as_dict(self) -> dict:
-        """A JSON-ready summary (what the dashboard shows)."""
+        """A JSON-ready summary (what the dashboard shows, what the consumer logs and prints)."""
         with self._lock:
+            rate = self._rate_locked()
             return {
                 "uptime_seconds": time.time() - self.started,
                 "documents_absorbed": self.documents_absorbed,
                 "documents_rejected": sum(self.rejected.values()),
                 "rejected": dict(self.rejected),
-                "ingest_rate": self._rate_locked(),
+                "ingest_rate": rate,
+                "documents_per_second": rate,
+                **{name: getattr(self, name) for name in self.EVENT_COUNTS},
+                "last_checkpoint": self.last_checkpoint,
                 "refreshes": self.refreshes,
                 "last_refresh_seconds": self.last_refresh_seconds,
                 "snapshot_version": self.snapshot_version,
@@ -210,20 +242,15 @@ class ServiceMetrics:
         """The registry in Prometheus text format (:data:`CONTENT_TYPE`)."""
         return generate_latest(self.registry)
 
-
-class _Collector:
-    """Turns a :class:`ServiceMetrics` into metric families at scrape time."""
-
-    def __init__(self, metrics: ServiceMetrics):
-        self.metrics = metrics
-
+    # ------------------------------------------------------------------ Prometheus collector
     def describe(self) -> Iterable:
         return []
 
     def collect(self) -> Iterable:
-        m = self.metrics
-        rate = m.ingest_rate()
-        with m._lock:
+        """The metric families, made at scrape time (the registry calls it)."""
+        m = self
+        rate = self.ingest_rate()
+        with self._lock:
             def gauge(name, doc, value, labels=None, samples=()):
                 family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
                 if labels is None:
@@ -246,11 +273,11 @@ class _Collector:
             yield CounterMetricFamily(f"{PREFIX}_refreshes", "Refreshes (snapshots published).", value=m.refreshes)
             buckets = []
             cumulative = 0
-            for bound, n in zip(REFRESH_BUCKETS + (float("inf"),), m._bucket_counts):
+            for bound, n in zip(REFRESH_BUCKETS + (float("inf"),), self._bucket_counts):
                 cumulative += n
                 buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
             yield HistogramMetricFamily(f"{PREFIX}_refresh_duration_seconds", "Wall time of each refresh.",
-                                        buckets=buckets, sum_value=m._duration_sum)
+                                        buckets=buckets, sum_value=self._duration_sum)
             yield gauge("last_refresh_duration_seconds", "Wall time of the latest refresh.", m.last_refresh_seconds)
             yield gauge("consumer_lag_messages", "Messages behind the end of each partition.", None,
                         labels=["partition"], samples=sorted(m.lag.items()))
@@ -262,3 +289,4 @@ class _Collector:
             yield gauge("vocabulary_size", "Words in the model's vocabulary.", m.vocabulary_size)
             yield gauge("stalled", "1 when the stream stopped reporting (see readiness).", int(m.stalled))
         yield gauge("memory_resident_bytes", "Resident memory of this process.", resident_memory_bytes())
+

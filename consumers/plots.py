@@ -35,19 +35,6 @@ FORMATS = (".png", ".svg", ".pdf")
 LABELLED = 12  # topics named in the prevalence legend (the most prevalent at the end)
 
 
-def snapshot_files(path) -> list[Path]:
-    """The ``snapshot-*.json`` files of a run directory in version order (or one file)."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"no such file or directory: {path}")
-    files = SnapshotDirectory(path).files()
-    if not files:
-        raise FileNotFoundError(f"{path}: no snapshot-*.json files")
-    return files
-
-
 PALETTE = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]  # no greys
 
 
@@ -146,7 +133,7 @@ def plot_snapshots(snapshot_dir, out_path, kind: str = "prevalence", top_n: int 
         raise ValueError(f"{out_path.name}: the file name must end in {', '.join(FORMATS)}")
     if not 1 <= int(top_n) <= 100:
         raise ValueError(f"top_n must be between 1 and 100, got {top_n}")
-    files = snapshot_files(snapshot_dir)
+    files = SnapshotDirectory.files_at(snapshot_dir)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "prevalence":
         return plot_prevalence(files, out_path, title)

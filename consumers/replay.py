@@ -1,25 +1,26 @@
 """Replay an archived stream through a model: snapshots on a schedule, resumable, reproducible.
 
 A :class:`Replay` reads a :class:`~consumers.records.Source` flat out, or paced by the
-documents' timestamps (``speed=60``: one hour of stream per minute), feeds every document to a
-:class:`~streamtopics.StreamingTopicModel`, and refreshes it every N documents and/or every
-interval of *stream* time. Each refresh is written to the run directory, a
+documents' timestamps (``speed=60``: one hour of stream per minute), and runs every document
+through the stream driver (:class:`~consumers.stream.StreamDriver`, shared with the Kafka
+consumer): learn, refresh every N documents and/or every interval of *stream* time
+(:class:`RefreshGrid`, on the model's :class:`~streamtopics.policy.RefreshPolicy`), each
+snapshot written to the run directory, a
 :class:`~consumers.snapshot_directory.SnapshotDirectory` (``snapshot-000001.json``, ...); a final
 one covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
 archive and options give byte-identical snapshot files.
 
-A checkpoint (the model saved with :meth:`StreamingTopicModel.save` plus the archive position
-and the replay's counters, in ``checkpoint.json``) is written at the end, on :meth:`Replay.stop`,
-after ``stop_after`` documents and every ``checkpoint_every`` documents. :meth:`Replay.resume`
-continues from it; the result equals an uninterrupted replay. The model file is written first
-under a new name and ``checkpoint.json`` then points at it, so a crash leaves a consistent pair.
+A checkpoint (:class:`~consumers.checkpoint.ArchiveCheckpoint`: the model saved with
+:meth:`StreamingTopicModel.save` plus the archive position and the replay's counters, in
+``checkpoint.json``) is written at the end, on :meth:`Replay.stop`, after ``stop_after``
+documents and every ``checkpoint_every`` documents, in the driver's commit order.
+:meth:`Replay.resume` continues from it; the result equals an uninterrupted replay.
 
 Malformed records are skipped, reported through ``on_malformed`` and counted by reason.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import Counter
@@ -28,19 +29,16 @@ from pathlib import Path
 from typing import Callable
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.state import atomic_write_bytes
+from streamtopics.policy import RefreshPolicy
 
+from .checkpoint import ArchiveCheckpoint, CheckpointError
 from .records import Malformed, Source
 from .snapshot_directory import SnapshotDirectory
 from .sources import open_source
+from .stream import StreamDriver
 
-CHECKPOINT = "checkpoint.json"
-CHECKPOINT_FORMAT = "streamtopics-replay-checkpoint"
-CHECKPOINT_VERSION = 1
-
-
-class CheckpointError(ValueError):
-    """A run directory without a usable checkpoint, or one made from another source."""
+__all__ = ["CheckpointError", "RefreshGrid", "Replay", "ReplaySummary", "model_path", "read_checkpoint",
+           "reopen_source"]
 
 
 @dataclass
@@ -67,8 +65,55 @@ class ReplaySummary:
         return self.documents_this_run / busy if busy > 0 else 0.0
 
 
-def _bucket(timestamp: float, interval: float) -> int:
-    return math.floor(timestamp / interval)
+class RefreshGrid:
+    """A replay's refresh schedule: at every multiple of ``every_documents`` documents (counted
+    from the start of the archive) and whenever stream time crosses a multiple of
+    ``every_seconds``. The model's :class:`~streamtopics.policy.RefreshPolicy` decides, its
+    stream clock counting intervals (so a boundary is an exact integer comparison); after every
+    decision it restarts from the grid point last passed, so refreshes fall on the same
+    documents however the run was interrupted and resumed.
+
+    ``bucket`` is the index of the stream-time interval last seen (None before the first
+    timestamp), what a checkpoint records."""
+
+    def __init__(self, every_documents: int | None = None, every_seconds: float | None = None,
+                 bucket: int | None = None, documents: int = 0):
+        self.every_documents, self.every_seconds = every_documents, every_seconds
+        self.policy = RefreshPolicy(every_documents, 1 if every_seconds else None, clock="stream")
+        self.bucket = bucket
+        self.restart(documents)
+
+    def _grid_documents(self, documents: int) -> int:
+        return documents - documents % self.every_documents if self.every_documents else documents
+
+    def restart(self, documents: int) -> None:
+        """Count from the grid points at or before ``documents`` and the current interval."""
+        self.policy.restart(self._grid_documents(documents), self.bucket if self.every_seconds else None)
+
+    def crossed(self, timestamp: float | None, documents: int) -> bool:
+        """Whether ``timestamp`` (of the document about to be learned) is past the current
+        interval; the interval then moves on to it."""
+        if timestamp is None or not self.every_seconds:
+            return False
+        bucket = math.floor(timestamp / self.every_seconds)
+        if self.bucket is None:
+            self.bucket = bucket
+            self.restart(documents)
+            return False
+        due = self.policy.due(self._grid_documents(documents), bucket)
+        if bucket > self.bucket:
+            self.bucket = bucket
+            self.restart(documents)
+        return due
+
+    def counted(self, documents: int) -> bool:
+        """Whether ``documents`` (just learned) reached the next multiple of ``every_documents``."""
+        if not self.every_documents:
+            return False
+        due = self.policy.due(documents)
+        if due:
+            self.restart(documents)
+        return due
 
 
 class Replay:
@@ -92,9 +137,9 @@ class Replay:
     on_malformed
         ``on_malformed(item)`` for each :class:`~consumers.records.Malformed` record.
 
-    Scheduled refreshes wait until the model has built its vocabulary (``warmup_documents``);
-    the final one does not. The replay owns the refresh schedule: leave the model's own
-    ``refresh_every`` at None.
+    Scheduled refreshes (:class:`RefreshGrid`) wait until the model has built its vocabulary
+    (``warmup_documents``); the final one does not. The replay owns the refresh schedule: leave
+    the model's own ``refresh_every`` at None.
     """
 
     def __init__(self, model: StreamingTopicModel, source: Source, out_dir, *,
@@ -109,16 +154,21 @@ class Replay:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.model, self.source, self.out_dir = model, source, Path(out_dir)
         self.snapshots = SnapshotDirectory(self.out_dir)
+        self.driver = StreamDriver(model, ArchiveCheckpoint(self.out_dir, source.spec), self.snapshots, clock=clock)
         self.every_documents, self.every_seconds = every_documents, every_seconds
+        self.schedule = RefreshGrid(every_documents, every_seconds)
         self.speed, self.checkpoint_every = speed, checkpoint_every
         self.on_snapshot, self.on_malformed = on_snapshot, on_malformed
         self._clock, self._sleep = clock, sleep
         self.documents = 0
         self.malformed: Counter = Counter()
-        self.stream_time: float | None = None
-        self._bucket: int | None = None
-        self._since_snapshot = 0
+        self.since_snapshot = 0  # documents learned since the latest snapshot
         self._stop = False
+
+    @property
+    def stream_time(self) -> float | None:
+        """The latest document time learned."""
+        return self.driver.stream_time
 
     # ------------------------------------------------------------------ run
     def run(self, stop_after: int | None = None,
@@ -140,23 +190,18 @@ class Replay:
                     break
                 continue
             timestamp = item.timestamp
-            if timestamp is not None and self.every_seconds:
-                bucket = _bucket(timestamp, self.every_seconds)
-                if self._bucket is not None and bucket > self._bucket and self._since_snapshot:
-                    self._snapshot(position, summary, scheduled=True)
-                self._bucket = bucket if self._bucket is None else max(bucket, self._bucket)
+            if self.schedule.crossed(timestamp, self.documents) and self.since_snapshot:
+                self._snapshot(position, summary, scheduled=True)
             if timestamp is not None and self.speed:
                 if paced_from is None:
                     paced_from = (timestamp, self._clock())
                 self._wait_until(paced_from[1] + (timestamp - paced_from[0]) / self.speed)
-            self.model.learn_one(item.document, item.key, stream_time=timestamp)
+            self.driver.learn(item.document, item.key, timestamp)
             position = self.source.position
             self.documents += 1
-            self._since_snapshot += 1
+            self.since_snapshot += 1
             summary.documents_this_run += 1
-            if timestamp is not None:
-                self.stream_time = timestamp if self.stream_time is None else max(self.stream_time, timestamp)
-            if self.every_documents and self.documents % self.every_documents == 0:
+            if self.schedule.counted(self.documents):
                 self._snapshot(position, summary, scheduled=True)
             if self.checkpoint_every and self.documents % self.checkpoint_every == 0:
                 self._checkpoint(position, summary)
@@ -165,7 +210,7 @@ class Replay:
             if self._stop or (stop_after is not None and summary.documents_this_run >= stop_after):
                 summary.stopped = True
                 break
-        if not summary.stopped and self._since_snapshot and self.documents > self.model.documents_rejected:
+        if not summary.stopped and self.since_snapshot and self.documents > self.model.documents_rejected:
             self._snapshot(position, summary)
         self._checkpoint(position, summary)
         if on_progress is not None:
@@ -189,36 +234,32 @@ class Replay:
     def _snapshot(self, position, summary: ReplaySummary, scheduled: bool = False) -> None:
         if scheduled and self.model.vocabulary is None:
             return  # still warming up: refreshing now would freeze the vocabulary early
-        t0 = self._clock()
-        snapshot = self.model.refresh(position={"documents": self.documents, "archive": position},
-                                      stream_time=self.stream_time)
-        path = self.snapshots.save(snapshot)
-        self._since_snapshot = 0
+        snapshot, path, seconds = self.driver.refresh({"documents": self.documents, "archive": position})
+        self.since_snapshot = 0
         summary.snapshots.append(path)
-        summary.refresh_s += self._clock() - t0
+        summary.refresh_s += seconds
         if self.on_snapshot is not None:
             self.on_snapshot(snapshot, path)
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint(self, position, summary: ReplaySummary) -> None:
         t0 = self._clock()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        model_file = self.out_dir / f"checkpoint-{self.documents:010d}.npz"
-        self.model.save(model_file)
-        state = {
-            "format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION,
-            "model": model_file.name, "source": self.source.spec, "position": position,
-            "documents": self.documents, "malformed": dict(self.malformed),
-            "stream_time": self.stream_time, "bucket": self._bucket, "since_snapshot": self._since_snapshot,
+        counters = {
+            "documents": self.documents, "malformed": dict(self.malformed), "stream_time": self.stream_time,
+            "bucket": self.schedule.bucket, "since_snapshot": self.since_snapshot,
             "schedule": {"every_documents": self.every_documents, "every_seconds": self.every_seconds,
                          "speed": self.speed, "checkpoint_every": self.checkpoint_every},
         }
-        path = atomic_write_bytes(self.out_dir / CHECKPOINT, json.dumps(state, indent=1).encode("utf-8"))
-        for old in self.out_dir.glob("checkpoint-*.npz"):
-            if old != model_file:
-                old.unlink(missing_ok=True)
-        summary.checkpoint = path
+        summary.checkpoint = self.driver.checkpoint(position, counters)
         summary.checkpoint_s += self._clock() - t0
+
+    def restore(self, state: dict) -> None:
+        """Take up the counters of a checkpoint (:func:`read_checkpoint`) of this replay."""
+        self.documents = state["documents"]
+        self.malformed = Counter(state["malformed"])
+        self.driver.advance(state["stream_time"])
+        self.schedule = RefreshGrid(self.every_documents, self.every_seconds, state["bucket"], self.documents)
+        self.since_snapshot = state["since_snapshot"]
 
     @classmethod
     def resume(cls, out_dir, source: Source | None = None, **options) -> "Replay":
@@ -235,29 +276,14 @@ class Replay:
             raise CheckpointError(f"source is at {source.position!r}, the checkpoint at {state['position']!r}")
         model = StreamingTopicModel.load(Path(out_dir) / state["model"])
         replay = cls(model, source, out_dir, **state["schedule"], **options)
-        replay.documents = state["documents"]
-        replay.malformed = Counter(state["malformed"])
-        replay.stream_time = state["stream_time"]
-        replay._bucket = state["bucket"]
-        replay._since_snapshot = state["since_snapshot"]
+        replay.restore(state)
         return replay
 
 
 def read_checkpoint(out_dir) -> dict:
     """The state saved in ``out_dir/checkpoint.json``; :class:`CheckpointError` if there is
     none or it is not one."""
-    path = Path(out_dir) / CHECKPOINT
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"no checkpoint in {out_dir} (no {CHECKPOINT})") from None
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"{path}: unreadable checkpoint ({error})") from None
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: not a replay checkpoint")
-    if state.get("format_version") != CHECKPOINT_VERSION:
-        raise CheckpointError(f"{path}: unsupported checkpoint version {state.get('format_version')!r}")
-    return state
+    return ArchiveCheckpoint.read(out_dir)
 
 
 def reopen_source(state: dict) -> Source:

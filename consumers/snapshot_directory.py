@@ -43,6 +43,20 @@ class SnapshotDirectory:
                  if (version := self.version_of(entry.name)) is not None and entry.is_file()]
         return [path for _, path in sorted(found)]
 
+    @classmethod
+    def files_at(cls, path) -> list[Path]:
+        """The snapshot files ``path`` stands for: a run directory's, oldest version first, or
+        a single snapshot file; FileNotFoundError if there are none."""
+        path = Path(path)
+        if path.is_file():
+            return [path]
+        if not path.is_dir():
+            raise FileNotFoundError(f"no such file or directory: {path}")
+        files = cls(path).files()
+        if not files:
+            raise FileNotFoundError(f"{path}: no snapshot-*.json files")
+        return files
+
     def save(self, snapshot: TopicSnapshot) -> Path:
         """Write ``snapshot`` under its version's name, then remove all but the ``keep`` newest."""
         path = snapshot.save(self.path / self.file_name(snapshot.version))

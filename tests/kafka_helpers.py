@@ -158,14 +158,14 @@ def final_model(checkpoint_dir: Path) -> tuple[StreamingTopicModel, dict]:
 
 
 class ConsumerProcess:
-    """``python -m consumers.consume_command ARGS`` as a child process, output in a log file."""
+    """``python -m consumers.cli consume ARGS`` as a child process, output in a log file."""
 
     def __init__(self, args: list[str], log_path: Path):
         self.log_path = log_path
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log_path, "ab") as log:
             log.write(f"=== start {' '.join(args)}\n".encode())
-            self.proc = subprocess.Popen([sys.executable, "-m", "consumers.consume_command", *args],
+            self.proc = subprocess.Popen([sys.executable, "-m", "consumers.cli", "consume", *args],
                                          cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def kill(self, signum=signal.SIGKILL) -> int:

@@ -9,8 +9,8 @@ import re
 import click
 import pytest
 
-from consumers import cli
-from consumers.kafka_consumer import ConsumerConfig
+from consumers.cli import options as cli_options
+from consumers.consumer_config import ConsumerConfig
 from streamtopics import StreamingTopicModel
 from streamtopics.config import ModelConfig, default, doc
 from streamtopics.river import AnchorTopics
@@ -41,7 +41,7 @@ def test_consumer_config_takes_the_model_defaults():
 
 
 def test_cli_model_options_take_the_model_defaults():
-    command = cli.model_options(click.command()(lambda **_: None))
+    command = cli_options.model_options(click.command()(lambda **_: None))
     defaults = {p.name: p.default for p in command.params}
     assert defaults == {"n_topics": default("n_topics"), "vocabulary_size": default("vocabulary_size"),
                         "warmup": default("warmup_documents"), "seed": default("seed")}

@@ -236,7 +236,7 @@ def command_line(pid: int) -> list[str]:
 def consume_workers(config: Path, workers: int, prefix: str, store: Path, log_path: Path) -> subprocess.Popen:
     """``consume --workers N`` as one 'machine': its own session, so killing the process group
     kills the machine's supervisor, workers and refresher candidate at once."""
-    args = [sys.executable, "-m", "consumers.consume_command", "--config", str(config), "--workers", str(workers),
+    args = [sys.executable, "-m", "consumers.cli", "consume", "--config", str(config), "--workers", str(workers),
             "--member-prefix", prefix, "--group-store", str(store), "--refresh-interval", "1"]
     with open(log_path, "ab") as log:
         return subprocess.Popen(args, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log,

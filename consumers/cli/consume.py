@@ -3,30 +3,31 @@
 ::
 
     streamtopics consume --topic news --n-topics 20 --checkpoint-dir state/ --snapshot-dir snapshots/
-    python -m consumers.consume_command --config consume.toml
+    streamtopics consume --config consume.toml
 
 Every option is also a key of the config file (``--config``, TOML or JSON; the option name with
 underscores, optionally inside a ``[consume]`` table) and an environment variable
 (``STREAMTOPICS_`` + the key in capitals). Flags win over the environment, which wins over the
 file. SIGTERM or Ctrl-C stops it gracefully: the batch is finished, a checkpoint written, offsets
 committed. ``--workers N`` scales out over the consumer group instead: N worker processes and
-one refresher sharing a state store (:mod:`consumers.group`). The options are generated from
-:class:`~consumers.kafka_consumer.ConsumerConfig`, so the two never disagree.
+one refresher sharing a state store (:mod:`consumers.group`, :mod:`consumers.cli.group`). The
+options are generated from :class:`~consumers.consumer_config.ConsumerConfig`, so the two never
+disagree.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import sys
 import typing
 from dataclasses import MISSING, fields
 
 import click
 
-from .group import group_options, run_group
-from .kafka_consumer import ENV_PREFIX, ConsumerConfig, TopicModelConsumer, field_kinds
-from .signals import ignore_stop_signals
+from ..consumer_config import ENV_PREFIX, ConsumerConfig, field_kinds
+from ..group import run_group
+from ..kafka_consumer import TopicModelConsumer
+from ..signals import ignore_stop_signals
+from .group import group_options, setup_logging
 
 _HINTS = typing.get_type_hints(ConsumerConfig)
 
@@ -105,12 +106,10 @@ def consume(config_file, show_config, log_level, workers, member_prefix, group_s
     if show_config:
         click.echo(json.dumps(config.to_dict(), indent=2))
         return
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
+    setup_logging(log_level)
     if workers:
         try:
-            sys.exit(run_group(config, workers, group_store, refresh_interval, log_level,
+            raise SystemExit(run_group(config, workers, group_store, refresh_interval, log_level,
                                member_prefix=member_prefix))
         except ValueError as error:
             raise click.UsageError(str(error)) from error
@@ -119,7 +118,3 @@ def consume(config_file, show_config, log_level, workers, member_prefix, group_s
     metrics = service.run()
     ignore_stop_signals()
     click.echo(json.dumps(metrics.as_dict()))
-
-
-if __name__ == "__main__":
-    consume(prog_name="python -m consumers.consume_command")

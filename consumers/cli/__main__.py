@@ -1,0 +1,5 @@
+"""``python -m consumers.cli``: the ``streamtopics`` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,127 @@
+"""What the commands print and how they fail: the :class:`Console` (lines that do not tear a
+progress bar), topic tables and event lines, and the exceptions that become exit codes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from streamtopics import TopicSnapshot
+from streamtopics.snapshot import DISPLAY_RELEVANCE
+
+from ..records import Malformed
+
+
+MALFORMED_SHOWN = 20  # malformed records printed one by one; the summary counts them all
+
+
+class BadInput(click.ClickException):
+    exit_code = 2
+
+
+class Failure(click.ClickException):
+    exit_code = 1
+
+
+class Console:
+    """Lines to stdout/stderr that do not tear a progress bar; the bar only on a terminal."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.bar: tqdm | None = None
+        self.malformed_shown = 0
+
+    def echo(self, line: str = "", err: bool = False) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr if err else sys.stdout)
+        else:
+            click.echo(line, err=err)
+
+    def info(self, line: str = "") -> None:
+        if not self.quiet:
+            self.echo(line)
+
+    def malformed(self, item: Malformed) -> None:
+        self.malformed_shown += 1
+        if self.malformed_shown <= MALFORMED_SHOWN:
+            self.echo(f"warning: malformed record skipped: {item}", err=True)
+        elif self.malformed_shown == MALFORMED_SHOWN + 1:
+            self.echo("warning: further malformed records are not shown; the summary counts them", err=True)
+
+    @contextmanager
+    def progress(self, source, label: str):
+        _, _, unit = source.progress()
+        self.bar = tqdm(desc=label, unit=unit, unit_scale=unit == "B", unit_divisor=1024 if unit == "B" else 1000,
+                        disable=not sys.stdout.isatty() or self.quiet, dynamic_ncols=True, leave=False)
+        start = time.perf_counter()
+
+        def update(documents: int) -> None:
+            done, total, _ = source.progress()
+            self.bar.total = total
+            self.bar.n = done
+            rate = documents / max(time.perf_counter() - start, 1e-9)
+            self.bar.set_postfix_str(f"{documents:,} docs, {rate:,.0f} docs/s", refresh=False)
+            self.bar.refresh()
+
+        try:
+            yield update
+        finally:
+            self.bar.close()
+            self.bar = None
+
+
+def _format_time(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
+    """Topics as aligned text rows (id, prevalence, anchor, top words), most prevalent first."""
+    top = snapshot.top_words(words, DISPLAY_RELEVANCE)
+    order = sorted(range(snapshot.n_topics), key=lambda k: (-snapshot.prevalence[k], snapshot.topic_ids[k]))
+    width = max([len("anchor")] + [len(a) for a in snapshot.anchors])
+    rows = [f"{'id':>4}  {'prev':>6}  {'anchor':<{width}}  top words"]
+    for k in order:
+        topic = snapshot.topic_ids[k]
+        rows.append(f"{topic:>4}  {snapshot.prevalence[k]:>6.1%}  {snapshot.anchors[k]:<{width}}  "
+                    + " ".join(w for w, _ in top[topic]))
+    return rows
+
+
+def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
+    """One line per birth and change in ``snapshot.events``, one for all deaths."""
+    top = snapshot.top_words(words, DISPLAY_RELEVANCE)
+    lines = []
+    for event in snapshot.events:
+        topic = event["topic"]
+        tail = ": " + " ".join(w for w, _ in top[topic]) if topic in top else ""
+        if event["type"] == "birth":
+            lines.append(f"  + birth   topic {topic:<4} anchor {event['anchor']!r}{tail}")
+        elif event["type"] == "change":
+            moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
+                             + [f"-{w}" for w in event.get("words_out", [])[:3]])
+            lines.append(f"  ~ change  topic {topic:<4} anchor {event['anchor_before']!r} -> "
+                         f"{event['anchor_after']!r}, moved {event['distance']:.2f}{tail}"
+                         + (f"  ({moved})" if moved else ""))
+    deaths = sorted(e["topic"] for e in snapshot.events if e["type"] == "death")
+    if deaths:
+        lines.append(f"  - death   topic{'s' if len(deaths) > 1 else ''} {', '.join(map(str, deaths))}")
+    return lines
+
+
+def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
+    parts = [f"snapshot {snapshot.version}", f"{snapshot.documents_seen:,} documents"]
+    if snapshot.stream_time is not None:
+        parts.append(f"stream time {_format_time(snapshot.stream_time)}")
+    counts = {t: sum(e["type"] == t for e in snapshot.events) for t in ("birth", "death", "change")}
+    parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()))
+    if path is not None:
+        parts.append(str(path))
+    return " | ".join(parts)

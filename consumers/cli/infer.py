@@ -1,0 +1,70 @@
+"""``infer``: topic mixtures of documents under a saved model, one JSON line each."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from streamtopics import StreamingTopicModel
+
+from .. import reasons
+from ..records import Malformed, Record
+from ..replay import model_path
+from ..sources import open_source
+from .console import BadInput, Console
+from .options import _source_kwargs, source_options
+
+
+def _stdin_records():
+    for line, raw in enumerate(sys.stdin.buffer, 1):
+        try:
+            text = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as error:
+            yield Malformed(f"<stdin>:{line}", reasons.NOT_UTF8, f"byte {error.start + 1} of the line")
+            continue
+        if text.strip():
+            yield Record(text, line)
+
+
+@click.command()
+@click.argument("input", required=False, default="-")
+@click.option("--model", "model_location", required=True, type=click.Path(exists=True, path_type=Path),
+              help="A run directory (its checkpointed model) or a model file saved with model.save.")
+@source_options
+@click.option("--top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Topics per document, largest first (0: all).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=512, show_default=True)
+def infer(input, model_location, format_, text_fields, id_field, time_field, time_format, from_offset,
+          from_time, top, batch_size):
+    """Topic mixtures of documents, one JSON line each: {"key": ..., "topics": [[id, weight], ...]}.
+
+    INPUT is `-` (stdin, one document per line; the key is the line number) or any archive that
+    `replay` reads (the key is the record's id).
+    """
+    model = StreamingTopicModel.load(model_path(model_location))
+    if model.snapshot is None:
+        raise BadInput(f"{model_location}: the model has no topics yet (it was never refreshed)")
+    console = Console()
+    kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    records = _stdin_records() if input == "-" else open_source(input, **kwargs)
+    ids = model.snapshot.topic_ids
+    batch: list[Record] = []
+
+    def flush():
+        for record, row in zip(batch, model.infer([r.document for r in batch]).tolist()):
+            ranked = sorted(zip(ids, row), key=lambda pair: -pair[1])
+            ranked = ranked[:top] if top else ranked
+            click.echo(json.dumps({"key": record.key, "topics": [[t, round(w, 4)] for t, w in ranked]}))
+        batch.clear()
+
+    for item in records:
+        if isinstance(item, Malformed):
+            console.malformed(item)
+            continue
+        batch.append(item)
+        if len(batch) >= batch_size:
+            flush()
+    flush()

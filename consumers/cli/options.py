@@ -1,0 +1,170 @@
+"""Options shared by several commands (how to read an archive, the model's settings, what the
+topics are made of, --serve) and the live monitoring service that --serve starts."""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from streamtopics import config as model_config
+from streamtopics.text import Tokenizer, english_stop_words
+
+from ..signals import on_stop_signals
+from ..sources import FORMATS
+from ..times import parse_time
+from .console import BadInput, Console
+
+
+def _duration(value: str) -> float:
+    """``90``, ``90s``, ``15m``, ``6h``, ``1d``, ``2w`` -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    text = value.strip().lower()
+    factor = units.get(text[-1:], None)
+    try:
+        seconds = float(text[:-1] if factor else text) * (factor or 1)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a duration (e.g. 90s, 15m, 6h, 1d)") from None
+    if seconds <= 0:
+        raise click.BadParameter("must be positive")
+    return seconds
+
+
+def source_options(function):
+    """Options that say how to read an archive (shared by replay, infer and produce)."""
+    options = [
+        click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True,
+                     help="Archive format; auto: from the name (.jsonl .csv .tsv, docword.*, a directory, "
+                          "kafka://, builtin; else one document per line). .gz/.zst are decompressed."),
+        click.option("--text-field", "text_fields", multiple=True, metavar="NAME",
+                     help="JSON/CSV field with the text; repeat to join several (default: text). "
+                          "For Kafka: read message values as JSON objects."),
+        click.option("--id-field", default="id", show_default=True, metavar="NAME",
+                     help="JSON/CSV field with the document key (optional per record)."),
+        click.option("--time-field", metavar="NAME", help="JSON/CSV field with the timestamp."),
+        click.option("--time-format", metavar="FMT",
+                     help="strptime format of the time field (default: epoch seconds or ISO 8601)."),
+        click.option("--from-offset", type=click.IntRange(min=0), help="Kafka: start at this offset."),
+        click.option("--from-time", metavar="TIME", help="Kafka: start at this time (ISO 8601 or epoch)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time) -> dict:
+    if from_offset is not None and from_time is not None:
+        raise click.UsageError("give --from-offset or --from-time, not both")
+    start = "beginning"
+    if from_offset is not None:
+        start = from_offset
+    elif from_time is not None:
+        try:
+            start = parse_time(from_time)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--from-time") from None
+    return {"format": format_, "text_fields": list(text_fields) or None, "id_field": id_field or None,
+            "time_field": time_field, "time_format": time_format, "kafka_start": start}
+
+
+def model_options(function):
+    options = [
+        click.option("--topics", "n_topics", type=click.IntRange(min=1), default=model_config.default("n_topics"),
+                     show_default=True, help=model_config.doc("n_topics")),
+        click.option("--vocabulary-size", type=click.IntRange(min=2), default=model_config.default("vocabulary_size"),
+                     show_default=True,
+                     help="Words kept (learned from the first --warmup documents). Memory and checkpoints "
+                          "grow with its square: 10,000 words = 400 MB."),
+        click.option("--warmup", type=click.IntRange(min=1), default=model_config.default("warmup_documents"),
+                     show_default=True, help=model_config.doc("warmup_documents")),
+        click.option("--seed", type=int, default=model_config.default("seed"), show_default=True),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def topic_options(function):
+    """What the topics are made of: stop words, document-frequency limits, identity matching."""
+    options = [
+        click.option("--stop-words", "stop_words_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     metavar="FILE", help="More stop words, one per line, added to the built-in English list."),
+        click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
+                     help="Words in more than this fraction of the documents belong to the background, never "
+                          "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
+                          "Default: no ceiling."),
+        click.option("--min-df", type=click.IntRange(min=1), metavar="N",
+                     help="Documents a word must occur in to be a candidate anchor (default: grows with the "
+                          "stream, see README)."),
+        click.option("--match-threshold", type=click.FloatRange(min=0, min_open=True), default=0.5,
+                     show_default=True, metavar="X",
+                     help="A topic keeps its id when its words moved less than X times the median distance "
+                          "between two topics (it also keeps it on the same anchor or most of its top words)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def topic_settings(stop_words_file, max_df, min_df, match_threshold) -> dict:
+    """StreamingTopicModel keyword arguments from :func:`topic_options`."""
+    settings = {"max_df": max_df, "match_threshold": match_threshold}
+    if min_df is not None:
+        settings["anchor_min_df"] = min_df
+    if stop_words_file is not None:
+        extra = stop_words_file.read_text(encoding="utf-8").split()
+        settings["tokenizer"] = Tokenizer(stop_words=english_stop_words() | {w.lower() for w in extra})
+    return settings
+
+
+def serve_options(function):
+    """--serve HOST:PORT and --allow-remote for commands that run a stream."""
+    function = click.option("--allow-remote", is_flag=True,
+                            help="Allow --serve on a non-loopback address (then set STREAMTOPICS_TOKEN: "
+                                 "requests without 'Authorization: Bearer TOKEN' get 401).")(function)
+    return click.option("--serve", "serve_at", metavar="HOST:PORT",
+                        help="Serve the live dashboard, JSON API and Prometheus /metrics while it runs, "
+                             "e.g. 127.0.0.1:8765 (loopback only unless --allow-remote).")(function)
+
+
+@contextmanager
+def live_service(console: "Console", serve_at: str | None, allow_remote: bool, title: str,
+                 stall_after: float | None = 60.0):
+    """Start the monitoring service in a thread when --serve is given; yields (LiveSource,
+    handle) or None. The token, if any, comes from $STREAMTOPICS_TOKEN (never the command line).
+    Readiness fails after ``stall_after`` seconds without progress (None: never)."""
+    if not serve_at:
+        yield None
+        return
+    from ..service import LiveSource, create_app, parse_address, serve_in_thread
+
+    try:
+        host, port = parse_address(serve_at)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--serve") from None
+    token = os.environ.get("STREAMTOPICS_TOKEN") or None
+    live = LiveSource(stall_after=stall_after)
+    try:
+        handle = serve_in_thread(create_app(live, token=token, title=title), host, port, allow_remote=allow_remote)
+    except (PermissionError, ValueError) as error:
+        raise BadInput(str(error)) from None
+    except OSError as error:
+        raise BadInput(f"cannot serve on {serve_at}: {error.strerror or error}") from None
+    shown = handle.url + ("#token=..." if token else "")
+    console.echo(f"dashboard: {shown}  (JSON API: {handle.url}api/snapshot, metrics: {handle.url}metrics)")
+    try:
+        yield live, handle
+    finally:
+        handle.stop()
+
+
+def serve_until_interrupted(console: "Console", handle) -> None:
+    """Keep the dashboard up after the stream has ended, until Ctrl-C or SIGTERM."""
+    console.echo(f"finished; the dashboard stays at {handle.url} until Ctrl-C")
+    stop = threading.Event()
+    with on_stop_signals(lambda signum: stop.set()):
+        while not stop.wait(0.5):
+            pass

@@ -1,0 +1,173 @@
+"""``replay``: an archived stream through a model, snapshots as it goes (:mod:`consumers.replay`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from streamtopics import StreamingTopicModel, TopicSnapshot
+
+from ..checkpoint import ArchiveCheckpoint
+from ..replay import Replay, read_checkpoint
+from ..signals import on_stop_signals
+from ..snapshot_directory import SnapshotDirectory
+from ..sources import open_source
+from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
+from .options import (_duration, _source_kwargs, live_service, model_options, serve_options, serve_until_interrupted,
+                      source_options, topic_options, topic_settings)
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    existing = SnapshotDirectory(out).files() + [p for pattern in ArchiveCheckpoint.FILES for p in out.glob(pattern)]
+    if existing and not force:
+        raise BadInput(f"{out} already holds a replay: add --resume to continue it or --force to start over")
+    for path in existing:
+        path.unlink()
+
+
+def run_replay(console: Console, replay: Replay, label: str, stop_after: int | None,
+               show_topics: bool, words: int, out: Path, live=None) -> None:
+    """Run with progress, events as they happen, a clean stop on Ctrl-C, and a summary.
+    ``live``: a :class:`consumers.service.LiveSource` to publish snapshots and metrics to."""
+    def on_snapshot(snapshot: TopicSnapshot, path: Path) -> None:
+        if live is not None:
+            live.on_snapshot(snapshot, path, model=replay.model)
+        console.info(snapshot_heading(snapshot, path))
+        if show_topics or snapshot.version == 1:
+            for row in topic_table(snapshot, words):
+                console.info("  " + row)
+        elif not console.quiet:
+            for line in event_lines(snapshot):
+                console.echo(line)
+
+    replay.on_snapshot, replay.on_malformed = on_snapshot, console.malformed
+    interrupted = []
+
+    def on_signal(signum):
+        interrupted.append(signum)
+        replay.stop()
+
+    try:
+        with on_stop_signals(on_signal), console.progress(replay.source, label) as update:
+            def on_progress(r: Replay) -> None:
+                update(r.documents)
+                if live is not None:
+                    live.on_progress(r)
+
+            summary = replay.run(stop_after, on_progress=on_progress)
+    finally:
+        if live is not None:
+            live.finish()
+    if summary.documents == 0 and not summary.malformed:
+        raise BadInput(f"{replay.source.name}: no document found")
+    if summary.documents == 0:
+        raise BadInput(f"{replay.source.name}: no readable record ({sum(summary.malformed.values()):,} malformed, "
+                       f"e.g. {next(iter(summary.malformed))!r})")
+    rejected = sum(summary.rejected.values())
+    malformed = sum(summary.malformed.values())
+    echo = console.echo
+    echo(f"replayed {summary.documents:,} documents from {replay.source.name}: {summary.absorbed:,} absorbed, "
+         f"{rejected:,} rejected, {malformed:,} malformed records skipped")
+    for title, counts in (("rejected", summary.rejected), ("malformed", summary.malformed)):
+        for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            echo(f"  {title:<9} {n:>8,}  {reason}")
+    echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
+         f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
+         f"checkpoints {summary.checkpoint_s:.1f} s)")
+    snapshots = SnapshotDirectory(out).files()
+    if snapshots:
+        echo(f"snapshots: {len(snapshots)} in {out} ({snapshots[0].name} .. {snapshots[-1].name})")
+    if summary.stopped:
+        echo(f"stopped after {summary.documents:,} documents; continue with: streamtopics replay --resume --out {out}")
+    if interrupted:
+        raise click.exceptions.Exit(130)
+
+
+@click.command()
+@click.argument("source", required=False)
+@source_options
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/replay"),
+              show_default=True, help="Run directory: snapshots and the checkpoint go here.")
+@click.option("--snapshot-every", type=click.IntRange(min=1), metavar="N",
+              help="Refresh and write a snapshot every N documents (default 1000 unless "
+                   "--snapshot-interval is given).")
+@click.option("--snapshot-interval", type=_duration, metavar="DURATION",
+              help="Refresh every DURATION of stream time (needs --time-field or Kafka): 90s, 15m, 6h, 1d.")
+@click.option("--speed", type=click.FloatRange(min=0, min_open=True), metavar="X",
+              help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
+                   "Default: as fast as possible.")
+@model_options
+@topic_options
+@click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
+              help="Forget: a document's weight halves every N documents after it (default: exact sums).")
+@click.option("--half-life-time", type=_duration, metavar="DURATION",
+              help="Forget by stream time: a document's weight halves every DURATION (7d, 12h) of stream "
+                   "time after it (needs --time-field or Kafka).")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N",
+              help="Also checkpoint every N documents (always: at the end and when stopped).")
+@click.option("--stop-after", type=click.IntRange(min=1), metavar="N",
+              help="Stop (and checkpoint) after N documents of this run.")
+@click.option("--resume", is_flag=True,
+              help="Continue the replay checkpointed in --out (model, schedule and source options come "
+                   "from the checkpoint; SOURCE may be left out).")
+@click.option("--force", is_flag=True, help="Start over in an --out that holds an earlier replay.")
+@click.option("--show-topics", is_flag=True, help="Print the topic table at every snapshot.")
+@click.option("--words", type=click.IntRange(min=1), default=8, show_default=True, help="Top words shown.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
+@serve_options
+@click.option("--keep-serving", is_flag=True, help="With --serve: keep serving after the replay ends, until Ctrl-C.")
+def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
+           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, stop_words_file,
+           max_df, min_df, match_threshold, half_life, half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
+           allow_remote, keep_serving):
+    """Replay an archived stream: write snapshots to --out and print topic events as they occur.
+
+    SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
+    of text files, a UCI docword file, kafka://HOST:PORT/TOPIC, or `builtin`.
+
+    \b
+    Examples:
+      streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 2000
+      streamtopics replay reuters21578.jsonl.gz --text-field title --text-field body \\
+          --time-field date --time-format '%d-%b-%Y %H:%M:%S.%f' --snapshot-interval 7d
+      streamtopics replay reuters21578.jsonl.gz --time-field date \\
+          --time-format '%d-%b-%Y %H:%M:%S.%f' --half-life-time 30d --snapshot-interval 7d
+      streamtopics replay --resume --out runs/news
+    """
+    console = Console(quiet)
+    kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    if resume:
+        state = read_checkpoint(out)
+        opened = None
+        if source is not None:
+            opened = open_source(source, **kwargs, start=state["position"])
+        engine = Replay.resume(out, opened)
+    else:
+        if source is None:
+            raise click.UsageError("missing SOURCE (or --resume to continue a replay)")
+        if speed and not (time_field or kwargs["format"] == "kafka" or str(source).startswith("kafka://")):
+            raise click.UsageError("--speed paces by timestamps: give --time-field")
+        if snapshot_interval and not (time_field or str(source).startswith("kafka://")):
+            raise click.UsageError("--snapshot-interval needs timestamps: give --time-field")
+        if half_life and half_life_time:
+            raise click.UsageError("give --half-life (documents) or --half-life-time (stream time), not both")
+        if half_life_time and not (time_field or str(source).startswith("kafka://")):
+            raise click.UsageError("--half-life-time needs timestamps: give --time-field")
+        opened = open_source(source, **kwargs)
+        _prepare_out(out, force)
+        forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
+                      else {"half_life": half_life})
+        model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
+                                    **forgetting, **topic_settings(stop_words_file, max_df, min_df, match_threshold))
+        if snapshot_every is None and snapshot_interval is None:
+            snapshot_every = 1000
+        engine = Replay(model, opened, out, every_documents=snapshot_every, every_seconds=snapshot_interval,
+                        speed=speed, checkpoint_every=checkpoint_every)
+    paced = engine.speed is not None  # a paced replay may rightly wait minutes between documents
+    with live_service(console, serve_at, allow_remote, f"replay of {engine.source.name}",
+                      stall_after=None if paced else 60.0) as service:
+        run_replay(console, engine, "replay", stop_after, show_topics, words, out,
+                   live=service[0] if service else None)
+        if service and keep_serving:
+            serve_until_interrupted(console, service[1])

@@ -1,0 +1,100 @@
+"""The one stream driver: learn -> refresh trigger -> snapshot directory -> checkpoint.
+
+Both stream drivers of this package run their documents through a :class:`StreamDriver`: the
+archive :class:`~consumers.replay.Replay` and the Kafka
+:class:`~consumers.kafka_consumer.TopicModelConsumer`. What differs is only what the caller
+brings: how records are read and decoded (:mod:`consumers.sources`, :mod:`consumers.messages`),
+what a stream position is (the archive position; Kafka offsets per partition), when a refresh is
+due (a trigger: :class:`consumers.schedule.Every` on the wall clock, or the replay's grid of
+document counts and stream-time intervals, both built on the model's
+:class:`~streamtopics.policy.RefreshPolicy`), where checkpoints go (a
+:class:`~consumers.checkpoint.CheckpointStore`, or a replay's
+:class:`~consumers.checkpoint.ArchiveCheckpoint`) and what is flushed and committed around
+them.
+
+Commit order -- the exactly-once argument, in the style of Quix Streams' checkpoints (state
+first, position last). :meth:`StreamDriver.checkpoint` is its only implementation:
+
+1. flush the outputs, so every output derived from the documents about to be checkpointed
+   (snapshots, document topics, dead letters) is delivered (Kafka: the producer; an archive
+   replay: nothing to flush);
+2. write the model's state file (:meth:`StreamingTopicModel.save`: statistics, vocabulary,
+   configuration, latest snapshot; atomic, SHA-256 per array);
+3. write the manifest that names the state file and the stream position it reflects,
+   atomically and only once the state file is on disk, so a manifest marks a complete
+   checkpoint;
+4. drop the checkpoints beyond those kept;
+5. commit the same position upstream (Kafka: the consumer group's offsets, tagged with this
+   member's id; an archive: nothing).
+
+On start the newest good checkpoint is restored and the stream resumes from *its* position, not
+from anything committed upstream. A crash before step 3 loses only in-memory work, which is read
+again from the previous checkpoint's position; a crash between 3 and 5 leaves the committed
+position behind the checkpoint, which is harmless because the checkpoint wins. So no document is
+lost or counted twice. Outputs are at-least-once: those produced after the last checkpoint are
+produced again after a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Protocol
+
+from streamtopics import StreamingTopicModel, TopicSnapshot
+
+from .snapshot_directory import SnapshotDirectory
+
+
+class Checkpoints(Protocol):
+    """Where a driver's checkpoints go: steps 2-4 of the commit order, in that order."""
+
+    def save(self, model: StreamingTopicModel, position, counters: dict | None = None):
+        ...
+
+
+class StreamDriver:
+    """``model`` fed one document at a time, refreshed into ``snapshots`` and checkpointed to
+    ``checkpoints`` (see the module docstring). ``stream_time`` is the latest document time
+    learned (None until one had a time)."""
+
+    def __init__(self, model: StreamingTopicModel, checkpoints: Checkpoints, snapshots: SnapshotDirectory | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.model = model
+        self.checkpoints = checkpoints
+        self.snapshots = snapshots
+        self.clock = clock
+        self.stream_time: float | None = None
+
+    # ------------------------------------------------------------------ learn
+    def advance(self, timestamp: float | None) -> None:
+        """Stream time moves to ``timestamp`` if it is later (it never goes back)."""
+        if timestamp is not None:
+            self.stream_time = timestamp if self.stream_time is None else max(self.stream_time, timestamp)
+
+    def learn(self, document, key=None, timestamp: float | None = None) -> None:
+        """Feed one decoded document (the model may reject it: its ``on_reject`` says so)."""
+        self.advance(timestamp)
+        self.model.learn_one(document, key, stream_time=timestamp)
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self, position) -> tuple[TopicSnapshot, Path | None, float]:
+        """Refresh the topics now, recording ``position`` and the stream time in the snapshot,
+        and write it to the snapshot directory. Returns the snapshot, its file (None without a
+        directory) and the seconds it took."""
+        t0 = self.clock()
+        snapshot = self.model.refresh(position=position, stream_time=self.stream_time)
+        path = None if self.snapshots is None else self.snapshots.save(snapshot)
+        return snapshot, path, self.clock() - t0
+
+    # ------------------------------------------------------------------ checkpoint
+    def checkpoint(self, position, counters: dict | None = None, *, flush: Callable[[], None] | None = None,
+                   commit: Callable[[object], None] | None = None):
+        """Checkpoint the model at ``position``: the commit order of the module docstring.
+        ``flush`` is step 1, ``commit(saved)`` step 5; returns what the store saved."""
+        if flush is not None:
+            flush()                                                       # 1
+        saved = self.checkpoints.save(self.model, position, counters)     # 2, 3, 4
+        if commit is not None:
+            commit(saved)                                                 # 5
+        return saved
