@@ -25,13 +25,13 @@ b'k7'
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from streamtopics.documents import Rejection
 
 from . import reasons
 from .times import parse_time
+from .untrusted_json import BadJSON, check_text, load_object
 
 FORMATS = ("auto", "json", "text")
 
@@ -86,12 +86,14 @@ class MessageDecoder:
         if self.format == "text" or (self.format == "auto" and not text.lstrip().startswith("{")):
             return DecodedMessage(text, key, None)
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            return Rejection(reasons.MALFORMED_JSON, f"{error.msg} at char {error.pos}")
-        if not isinstance(data, dict):
-            return Rejection(reasons.UNDECODABLE, f"expected a JSON object, got {type(data).__name__}")
-        return self._from_object(data, key)
+            data = load_object(text)
+            decoded = self._from_object(data, key)
+            if isinstance(decoded, DecodedMessage):
+                check_text(self.id_field or "id", decoded.key)
+                check_text(next(f for f in self.document_fields if f in data), decoded.document)
+        except BadJSON as error:
+            return Rejection(error.reason, error.detail)
+        return decoded
 
     def _from_object(self, data: dict, key) -> DecodedMessage | Rejection:
         field = next((f for f in self.document_fields if f in data), None)

@@ -25,10 +25,15 @@ REJECTION_REASONS = (
     "no_known_words",  # every token is outside the vocabulary
     "undecodable",  # bytes that are not UTF-8
     "non_string_token",  # a token list holding something other than str
-    "invalid_count",  # a count that is NaN, infinite, negative or not a number
+    "invalid_count",  # a count that is NaN, infinite, negative, above MAX_COUNT or not a number
     "invalid_word_id",  # a pre-indexed id outside the vocabulary
     "unsupported_type",  # not text, bytes, a token list, a mapping or a sparse row
 )
+
+#: The largest count one word may have in one document. A document's pairs are weighed by
+#: 1 / (n_d (n_d - 1)): with counts near 1e200 that overflows to 0 and the document would be
+#: counted in n_docs while adding nothing; 1e9 per word keeps n_d^2 far inside float64.
+MAX_COUNT = 1e9
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ def key_hash(key) -> int:
     if isinstance(key, (bytes, bytearray, memoryview)):
         data = bytes(key)
     elif isinstance(key, str):
-        data = key.encode("utf-8")
+        data = key.encode("utf-8", "surrogatepass")  # any str, even one with a lone surrogate
     elif isinstance(key, (int, np.integer)):
         data = str(int(key)).encode()
     else:
@@ -177,7 +182,7 @@ class DocumentEncoder:
                 if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                     return None, Rejection("invalid_count", f"count of {word!r} is {value!r}"), False
                 value = float(value)
-                if not math.isfinite(value) or value < 0:
+                if not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
                     return None, Rejection("invalid_count", f"count of {word!r} is {value!r}"), False
                 if value > 0:
                     counts[word] = value
@@ -219,6 +224,6 @@ def validate_indexed(ids: np.ndarray, counts: np.ndarray, n_words: int) -> Rejec
     """Check a pre-indexed document's ids and counts (they bypass the encoder)."""
     if ids.size and (ids.min() < 0 or ids.max() >= n_words):
         return Rejection("invalid_word_id", f"ids must lie in [0, {n_words})")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        return Rejection("invalid_count", "counts must be finite and non-negative")
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts > MAX_COUNT):
+        return Rejection("invalid_count", f"counts must be finite, non-negative and at most {MAX_COUNT:g}")
     return None

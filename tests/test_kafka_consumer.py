@@ -112,8 +112,12 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     topic = unique("mixed")
     create_topic(kafka_broker, topic, partitions=1)
     known = vocabulary.words[0]
-    bad = [  # (expected reason, key, value); the last five pass the envelope and fail in the model
+    bad = [  # (expected reason, key, value); the last six pass the envelope and fail in the model
         ("oversized", b"b-oversized", json.dumps({"text": "word " * 30_000}).encode()),
+        # three shapes that crashed the consumer on every restart (issue 15)
+        ("malformed_json", b"b-deep", b'{"text": ' + b"[" * 1500 + b"]" * 1500 + b"}"),
+        ("malformed_json", b"b-bigint", b'{"id": ' + b"9" * 5000 + b', "text": "x"}'),
+        ("undecodable", b"b-surrogate", b'{"id": "\\ud800", "text": "a lone surrogate as the id"}'),
         ("not_utf8", b"b-latin1", "caf\xe9 cr\xe8me".encode("latin-1")),
         ("malformed_json", b"b-malformed", b'{"id": "m", "text": "unterminated'),
         ("missing_field", b"b-missing", b'{"id": "b-missing", "title": "no text here"}'),
@@ -124,6 +128,7 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
         ("no_known_words", b"b-unknown", b"zzyzx qwxqwx vvkvvk"),
         ("non_string_token", b"b-token", json.dumps({"tokens": [known, 7]}).encode()),
         ("invalid_count", b"b-count", json.dumps({"counts": {known: -1}}).encode()),
+        ("invalid_count", b"b-huge", json.dumps({"counts": {known: 1e200, vocabulary.words[1]: 1e200}}).encode()),
     ]
     expected_bad = {key: reason for reason, key, _ in bad}
     good_docs = [d for d in corpus if len(d["text"]) < 20_000][:60]
@@ -134,7 +139,7 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     messages = []  # every bad message between two good ones
     for i, (key, value) in enumerate(good):
         messages.append((key, value))
-        if i % 5 == 4 and bad:
+        if i % 3 == 2 and bad:
             messages.append(bad.pop(0)[1:])
     assert not bad
     produce(kafka_broker, topic, messages)
@@ -164,13 +169,14 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     reference.learn_one(good[-3][1].decode(), "g-plain")
     reference.learn_one(vocabulary.words[40:60] * 2, "g-tokens")
     reference.learn_one({w: 3 for w in vocabulary.words[60:70]}, "g-counts")
-    for document in ("!!! 123 -- ...", known, "zzyzx qwxqwx vvkvvk", [known, 7], {known: -1}):
+    for document in ("!!! 123 -- ...", known, "zzyzx qwxqwx vvkvvk", [known, 7], {known: -1},
+                     {known: 1e200, vocabulary.words[1]: 1e200}):
         reference.learn_one(document)
     assert_same_statistics(service.model, reference, exact=True)
     assert service.model.documents_absorbed == len(good)
     rejected = service.metrics.as_dict()["rejected"]
     assert sum(rejected.values()) == service.metrics.dead_letters == len(expected_bad)
-    assert rejected["undecodable"] == 2 and rejected["oversized"] == 1
+    assert rejected["undecodable"] == 3 and rejected["oversized"] == 1 and rejected["malformed_json"] == 3
 
 
 # --------------------------------------------------------------------------- crash safety

@@ -8,6 +8,7 @@ from typing import Mapping
 from .. import reasons
 from ..records import Malformed, Record
 from ..times import parse_time
+from ..untrusted_json import BadJSON, check_text
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,12 @@ class Fields:
                 return Malformed(where(), reasons.MISSING_FIELD, f"time field {self.time!r}")
             except ValueError as error:
                 return Malformed(where(), reasons.UNDECODABLE, f"time field {self.time!r}: {error}")
+        try:
+            check_text(self.id or "id", key)
+            for name in self.text:
+                check_text(name, row.get(name))
+        except BadJSON as error:
+            return Malformed(where(), error.reason, error.detail)
         return Record(parts[0] if len(parts) == 1 else "\n".join(parts), key, timestamp)
 
     def to_dict(self) -> dict:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Iterator
 
 from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
+from ..untrusted_json import BadJSON, load_object
 from .fields import Fields
 
 
@@ -90,11 +90,9 @@ class KafkaSource(Source):
         if self.fields is None:
             return Record(text, key, timestamp)
         try:
-            row = json.loads(text)
-        except json.JSONDecodeError as error:
-            return Malformed(where, reasons.MALFORMED_JSON, f"{error.msg} at column {error.colno}")
-        if not isinstance(row, dict):
-            return Malformed(where, reasons.UNDECODABLE, f"a JSON {type(row).__name__}, not an object")
+            row = load_object(text)
+        except BadJSON as error:
+            return Malformed(where, error.reason, error.detail)
         record = self.fields.extract(row, lambda: where)
         if isinstance(record, Record) and (record.key is None or record.timestamp is None):
             record = Record(record.document, record.key if record.key is not None else key,

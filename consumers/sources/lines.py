@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator
 
 from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
+from ..untrusted_json import BadJSON, load_object
 from .archive_file import ArchiveError, ArchiveFile
 from .fields import Fields
 
@@ -72,11 +72,9 @@ class JsonLinesSource(_LineSource):
         if not text.strip():
             return None
         try:
-            row = json.loads(text)
-        except json.JSONDecodeError as error:
-            return Malformed(f"{self.path}:{line}", reasons.MALFORMED_JSON, f"{error.msg} at column {error.colno}")
-        if not isinstance(row, dict):
-            return Malformed(f"{self.path}:{line}", reasons.UNDECODABLE, f"a JSON {type(row).__name__}, not an object")
+            row = load_object(text)
+        except BadJSON as error:
+            return Malformed(f"{self.path}:{line}", error.reason, error.detail)
         return self.fields.extract(row, self._where(line))
 
 

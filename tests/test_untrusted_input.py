@@ -1,0 +1,114 @@
+"""Hostile message content never raises: every decoder and the model turn it into a counted
+rejection with a reason (issue 15, item 1 and 5). A seeded fuzzer over JSON values, keys and byte
+strings, the three shapes that crashed the consumer and stopped replays, and huge counts."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from consumers import reasons
+from consumers.messages import DecodedMessage, MessageDecoder
+from consumers.records import Malformed, Record
+from consumers.sources import Fields, JsonLinesSource
+from streamtopics import StreamingTopicModel
+from streamtopics.documents import REJECTION_REASONS, Rejection
+
+WORDS = [f"w{i}" for i in range(30)]
+KNOWN = set(reasons.MESSAGES) | set(REJECTION_REASONS)
+
+DEEP = b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+HUGE_INT = b'{"id": ' + b"9" * 5000 + b', "text": "w1 w2 w3"}'
+SURROGATE_ID = b'{"id": "\\ud800", "text": "w1 w2 w3"}'
+SURROGATE_TEXT = b'{"text": "w1 \\udfff w2"}'
+HUGE_COUNTS = b'{"counts": {"w1": 1e200, "w2": 1e200}}'
+
+
+def fuzz_values(rng: random.Random, n: int):
+    """JSON-ish byte strings: valid objects with odd fields, escapes, nesting and numbers, and
+    damaged or random bytes."""
+    atoms = ['"w1 w2 w3"', '"\\ud800"', '"\\udc00x"', '"\\u0000"', "1e400", "-0", "null", "true", "[]", "{}",
+             "9" * 4400, '"' + "w4 " * 50 + '"', '["w1", "w2"]', '["w1", 7]', '{"w1": 2}', '{"w1": -1}',
+             '{"w1": 1e300}', '{"\\ud800": 1}', '"2024-01-01T00:00:00Z"', '"not a time"']
+    fields = ["text", "tokens", "counts", "id", "timestamp", "title"]
+    for _ in range(n):
+        kind = rng.random()
+        if kind < 0.6:
+            body = ", ".join(f'"{rng.choice(fields)}": {rng.choice(atoms)}' for _ in range(rng.randint(0, 4)))
+            value = ("{" + body + "}").encode()
+        elif kind < 0.75:
+            depth = rng.choice([10, 999, 1001, 3000])
+            value = ('{"text": ' + "[" * depth + "]" * depth + "}").encode()
+        elif kind < 0.9:
+            value = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 60)))
+        else:
+            good = b'{"text": "w1 w2 w3", "id": "k"}'
+            cut = rng.randint(0, len(good))
+            value = good[:cut] + bytes([rng.getrandbits(8)]) + good[cut + 1:]
+        yield value
+
+
+def decoded_or_reason(decoder: MessageDecoder, value: bytes, key: bytes | None):
+    result = decoder.decode(value, key)
+    if isinstance(result, Rejection):
+        assert result.reason in KNOWN, result
+        return result.reason
+    assert isinstance(result, DecodedMessage)
+    return result
+
+
+@pytest.mark.parametrize("value, reason", [
+    (DEEP, "malformed_json"), (HUGE_INT, "malformed_json"), (SURROGATE_ID, "undecodable"),
+    (SURROGATE_TEXT, "undecodable"),
+])
+def test_the_shapes_that_crashed_the_consumer_are_rejected_with_a_reason(value, reason):
+    assert decoded_or_reason(MessageDecoder(), value, b"k") == reason
+
+
+def test_huge_counts_are_invalid_and_a_surrogate_key_is_hashable():
+    model = StreamingTopicModel(2, WORDS, anchor_min_df=1)
+    model.learn_one(json.loads(HUGE_COUNTS)["counts"])
+    assert model.rejections == {"invalid_count": 1} and model.documents_absorbed == 0
+    model.learn_one({"w1": 1e9, "w2": 3.0}, key="\ud800")  # the largest count allowed; any str key
+    assert model.documents_absorbed == 1
+
+
+def test_fuzzed_messages_never_raise_and_every_rejection_has_a_reason(tmp_path):
+    rng = random.Random(15)
+    decoder = MessageDecoder(max_bytes=100_000)
+    model = StreamingTopicModel(2, WORDS, anchor_min_df=1)
+    values = list(fuzz_values(rng, 1500))
+    outcomes = {"decoded": 0, "rejected": 0}
+    for value in values:
+        key = rng.choice([None, b"k", bytes([0xff, 0xfe])])
+        result = decoded_or_reason(decoder, value, key)
+        if isinstance(result, DecodedMessage):
+            outcomes["decoded"] += 1
+            model.learn_one(result.document, key=result.key)
+        else:
+            outcomes["rejected"] += 1
+    assert outcomes["decoded"] > 50 and outcomes["rejected"] > 500, outcomes
+    assert set(model.rejections) <= set(REJECTION_REASONS)
+    # the same values as the lines of a JSON Lines archive: every line a record or a reason
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(b"\n".join(v.replace(b"\n", b" ").replace(b"\r", b" ") for v in values) + b"\n")
+    items = list(JsonLinesSource(path, Fields(time="timestamp")))
+    assert items and all(isinstance(i, Record) or (isinstance(i, Malformed) and i.reason in KNOWN) for i in items)
+
+
+def test_replay_skips_hostile_lines_counts_them_and_exits_0(tmp_path):
+    good = [json.dumps({"id": i, "text": " ".join(WORDS[(i + j) % 30] for j in range(8))}).encode() for i in range(120)]
+    lines = good[:50] + [DEEP, HUGE_INT, SURROGATE_ID, HUGE_COUNTS.replace(b"counts", b"text")] + good[50:]
+    archive = tmp_path / "hostile.jsonl"
+    archive.write_bytes(b"\n".join(lines) + b"\n")
+    result = subprocess.run([sys.executable, "-m", "consumers.cli", "replay", str(archive), "--out", str(tmp_path / "run"),
+                             "--topics", "3", "--vocabulary-size", "30", "--warmup", "40"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^  malformed +2  malformed_json$", result.stdout, re.M), result.stdout
+    assert re.search(r"^  malformed +2  undecodable$", result.stdout, re.M), result.stdout
