@@ -1,0 +1,88 @@
+"""Results as JSON and Markdown tables, rewritten after every system so partial runs are readable."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from benchmarks.common import machine
+
+from .systems import PEERS, describe_peer
+from .variants import describe
+
+TOP_WORDS_FOR = ("reuters",)
+
+
+def _label(system: str, variants: dict) -> str:
+    if system in variants:
+        return f"ours `{system}` ({describe(variants[system])})"
+    return describe_peer(system)
+
+
+def _seconds(record: dict) -> str:
+    if "learn_s" not in record:
+        return "| |"
+    return f"| {record['learn_s']:.1f} | {record['finish_s']:.1f} |"
+
+
+def synthetic_tables(records: list[dict], variants: dict, checkpoints) -> list[str]:
+    lines = []
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        rows = [r for r in records if r["setting"] == setting]
+        lines += [f"#### Gibbs truth: {setting}", "", f"Truth: {rows[0]['truth']}.", "",
+                  "| system | " + " | ".join(f"L1 @ {c // 1000}k" for c in checkpoints) + " | learn s | finish s |",
+                  "|---|" + "---:|" * (len(checkpoints) + 2)]
+        for r in rows:
+            cells = [f"{r['l1'][c]:.3f}" if c in r["l1"] else ("failed" if "error" in r else "") for c in checkpoints]
+            lines.append(f"| {_label(r['system'], variants)} | " + " | ".join(cells) + f" {_seconds(r)}")
+        lines.append("")
+    return lines
+
+
+def real_tables(records: list[dict], variants: dict) -> list[str]:
+    lines = []
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        rows = [r for r in records if r["setting"] == setting]
+        lines += [f"#### Real text: {setting}", "", f"Corpus: {rows[0]['corpus']}.", "",
+                  "| system | NPMI (test) | uniqueness | held-out LL / token (ours: with background) "
+                  "| topics per top-8 word (max / mean) | learn s | finish s |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            background = f" ({r['heldout_ll_background']:.3f})" if "heldout_ll_background" in r else ""
+            cells = ("| failed | | | |" if "npmi" not in r else
+                     f"| {r['npmi']:.3f} | {r['uniqueness']:.2f} | {r['heldout_ll']:.3f}{background} | "
+                     f"{r['shared_max']} / {r['shared_mean']:.2f} |")
+            lines.append(f"| {_label(r['system'], variants)} {cells} {_seconds(r)[2:]}")
+        lines.append("")
+        if setting.split()[0] in TOP_WORDS_FOR:
+            for r in rows:
+                if "top_words" in r:
+                    lines += [f"Top 8 words, {_label(r['system'], variants)}, {setting}:", "",
+                              *[f"{k}. {words}" for k, words in enumerate(r["top_words"])], ""]
+    return lines
+
+
+def errors(records: list[dict]) -> list[str]:
+    lines = []
+    for r in records:
+        if "error" in r:
+            lines += [f"**{r['system']} failed on {r['setting']}:**", "", "```", r["error"].rstrip(), "```", ""]
+    return lines
+
+
+def write(out: Path, name: str, command: str, synthetic: list[dict], real: list[dict], variants: dict,
+          checkpoints) -> Path:
+    """Write ``<out>/<name>.json`` and ``<out>/<name>.md``; returns the Markdown path."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [f"### Quality protocol: `{name}`", "", f"Command: `{command}`", "",
+            f"Machine: {machine()}. Date: {stamp}. One process; tomotopy's batch reference trains with "
+            f"`workers=0` (all cores), as the peers adapter does.", "",
+            "Times are wall seconds in `learn` (all chunks) and in `finish` (ours: every `refresh()`; "
+            "tomotopy: the Gibbs sweeps), summed over checkpoints.", ""]
+    body = synthetic_tables(synthetic, variants, checkpoints) + real_tables(real, variants) + errors(synthetic + real)
+    (out / f"{name}.md").write_text("\n".join(head + body) + "\n")
+    payload = {"command": command, "machine": machine(), "date": stamp, "variants": variants,
+               "peers": {p: describe_peer(p) for p in PEERS}, "synthetic": synthetic, "real": real}
+    (out / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    return out / f"{name}.md"
