@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.common import machine
+from benchmarks.peers.ours import Ours
 
 from .systems import PEERS, describe_peer
 from .variants import describe
@@ -26,16 +27,22 @@ def _seconds(record: dict) -> str:
     return f"| {record['learn_s']:.1f} | {record['finish_s']:.1f} |"
 
 
+def _kept(record: dict) -> str:
+    """Ours: the refinement iterate each checkpoint's refresh kept (0 = the anchor seed)."""
+    kept = [t.get("refine_best_iteration") for t in record.get("checkpoint_times", [])]
+    return ", ".join("-" if k is None else str(k) for k in kept) if any(k is not None for k in kept) else ""
+
+
 def synthetic_tables(records: list[dict], variants: dict, checkpoints) -> list[str]:
     lines = []
     for setting in dict.fromkeys(r["setting"] for r in records):
         rows = [r for r in records if r["setting"] == setting]
         lines += [f"#### Gibbs truth: {setting}", "", f"Truth: {rows[0]['truth']}.", "",
-                  "| system | " + " | ".join(f"L1 @ {c // 1000}k" for c in checkpoints) + " | learn s | finish s |",
-                  "|---|" + "---:|" * (len(checkpoints) + 2)]
+                  "| system | " + " | ".join(f"L1 @ {c // 1000}k" for c in checkpoints) + " | learn s | finish s | refinement iterate kept |",
+                  "|---|" + "---:|" * (len(checkpoints) + 3)]
         for r in rows:
             cells = [f"{r['l1'][c]:.3f}" if c in r["l1"] else ("failed" if "error" in r else "") for c in checkpoints]
-            lines.append(f"| {_label(r['system'], variants)} | " + " | ".join(cells) + f" {_seconds(r)}")
+            lines.append(f"| {_label(r['system'], variants)} | " + " | ".join(cells) + f" {_seconds(r)} {_kept(r)} |")
         lines.append("")
     return lines
 
@@ -46,13 +53,14 @@ def real_tables(records: list[dict], variants: dict) -> list[str]:
         rows = [r for r in records if r["setting"] == setting]
         lines += [f"#### Real text: {setting}", "", f"Corpus: {rows[0]['corpus']}.", "",
                   "| system | NPMI (test) | uniqueness | held-out LL / token (ours: with background) "
-                  "| topics per top-8 word (max / mean) | learn s | finish s |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| topics per top-8 word (max / mean) | learn s | finish s | refinement iterate kept |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             background = f" ({r['heldout_ll_background']:.3f})" if "heldout_ll_background" in r else ""
             cells = ("| failed | | | |" if "npmi" not in r else
                      f"| {r['npmi']:.3f} | {r['uniqueness']:.2f} | {r['heldout_ll']:.3f}{background} | "
                      f"{r['shared_max']} / {r['shared_mean']:.2f} |")
-            lines.append(f"| {_label(r['system'], variants)} {cells} {_seconds(r)[2:]}")
+            lines.append(f"| {_label(r['system'], variants)} {cells} {_seconds(r)[2:]} {_kept(r)} |")
         lines.append("")
         if setting.split()[0] in TOP_WORDS_FOR:
             for r in rows:
@@ -76,13 +84,13 @@ def write(out: Path, name: str, command: str, synthetic: list[dict], real: list[
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"### Quality protocol: `{name}`", "", f"Command: `{command}`", "",
-            f"Machine: {machine()}. Date: {stamp}. One process; tomotopy's batch reference trains with "
+            f"Machine: {machine()}. Date: {stamp}. {Ours.version()}. One process; tomotopy's batch reference trains with "
             f"`workers=0` (all cores), as the peers adapter does.", "",
             "Times are wall seconds in `learn` (all chunks) and in `finish` (ours: every `refresh()`; "
             "tomotopy: the Gibbs sweeps), summed over checkpoints.", ""]
     body = synthetic_tables(synthetic, variants, checkpoints) + real_tables(real, variants) + errors(synthetic + real)
     (out / f"{name}.md").write_text("\n".join(head + body) + "\n")
-    payload = {"command": command, "machine": machine(), "date": stamp, "variants": variants,
+    payload = {"command": command, "machine": machine(), "date": stamp, "ours": Ours.version(), "variants": variants,
                "peers": {p: describe_peer(p) for p in PEERS}, "synthetic": synthetic, "real": real}
     (out / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     return out / f"{name}.md"

@@ -38,6 +38,11 @@ class OursVariant(Ours):
         columns, prior = self.model.snapshot.mixture_components()
         return columns, lambda documents: infer_mixtures(DocumentBatch.from_csr(documents), columns, prior)
 
+    def diagnostics(self) -> dict:
+        """The last refresh's time and the refinement iterate it kept (0: the anchor seed)."""
+        last = self.model.last_refresh
+        return {"refresh_s": last.get("total_s"), "refine_best_iteration": last.get("refinement_best_iteration")}
+
 
 def build(system: str, n_topics: int, vocabulary: list[str], n_documents: int, variants: dict,
           tomotopy_iterations: int = 100, seed: int = 0):
@@ -63,7 +68,8 @@ def one_pass(model, stream, checkpoints, on_checkpoint) -> dict:
             t0 = time.perf_counter()
             model.finish()
             finish_s += time.perf_counter() - t0
-            times.append({"docs": stop, "learn_s": learn_s, "finish_s": finish_s})
+            times.append({"docs": stop, "learn_s": learn_s, "finish_s": finish_s,
+                          **(model.diagnostics() if hasattr(model, "diagnostics") else {})})
             on_checkpoint(stop, model)
     return {"learn_s": learn_s, "finish_s": finish_s, "checkpoint_times": times}
 
