@@ -47,6 +47,23 @@ def synthetic_tables(records: list[dict], variants: dict, checkpoints) -> list[s
     return lines
 
 
+def summary(records: list[dict], variants: dict, documents: int) -> list[str]:
+    """One row per setting, one column per system: matched L1 at ``documents`` (best in bold)."""
+    systems = list(dict.fromkeys(r["system"] for r in records))
+    lines = [f"Matched L1 at {documents // 1000}k documents (lower is better; bold: best online system):", "",
+             "| setting | " + " | ".join(s if s in variants else describe_peer(s).split()[0] for s in systems) + " |",
+             "|---|" + "---:|" * len(systems)]
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        values = {r["system"]: r["l1"].get(documents) for r in records if r["setting"] == setting}
+        online = [v for s, v in values.items() if v is not None and s != "tomotopy"]
+        best = min(online) if online else None
+        cells = ["" if values.get(s) is None else
+                 (f"**{values[s]:.3f}**" if values[s] == best and s != "tomotopy" else f"{values[s]:.3f}")
+                 for s in systems]
+        lines.append(f"| {setting} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def real_tables(records: list[dict], variants: dict) -> list[str]:
     lines = []
     for setting in dict.fromkeys(r["setting"] for r in records):
@@ -88,7 +105,8 @@ def write(out: Path, name: str, command: str, synthetic: list[dict], real: list[
             f"`workers=0` (all cores), as the peers adapter does.", "",
             "Times are wall seconds in `learn` (all chunks) and in `finish` (ours: every `refresh()`; "
             "tomotopy: the Gibbs sweeps), summed over checkpoints.", ""]
-    body = synthetic_tables(synthetic, variants, checkpoints) + real_tables(real, variants) + errors(synthetic + real)
+    overview = [line for c in checkpoints if c >= 20_000 for line in summary(synthetic, variants, c)] if synthetic else []
+    body = overview + synthetic_tables(synthetic, variants, checkpoints) + real_tables(real, variants) + errors(synthetic + real)
     (out / f"{name}.md").write_text("\n".join(head + body) + "\n")
     payload = {"command": command, "machine": machine(), "date": stamp, "ours": Ours.version(), "variants": variants,
                "peers": {p: describe_peer(p) for p in PEERS}, "synthetic": synthetic, "real": real}

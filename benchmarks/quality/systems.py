@@ -85,7 +85,6 @@ def describe_peer(system: str) -> str:
     return adapter(system).name
 
 
-
 def measure(systems, record_for, work, report=None) -> list[dict]:
     """``record_for(system)`` (None: skip the system), then ``work(system, record)`` fills it in;
     a failure is a result too: its traceback goes into the record. ``report(records)`` runs
