@@ -45,11 +45,14 @@ def parse_args(argv=None):
     parser.add_argument("--out", type=Path, default=CACHE, help="folder for <name>.json and <name>.md")
     parser.add_argument("--name", help="file stem of the results (default: the suite's name)")
     parser.add_argument("--cache", type=Path, default=CACHE, help="folder of the cached truth fits")
+    parser.add_argument("--render", type=Path, metavar="NAME.json", help="only rewrite NAME.md from a results file")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> Path:
     args = parse_args(argv)
+    if args.render:
+        return report.render(args.render)
     suite = SUITES[args.suite]
     command = "python -m benchmarks.quality " + shlex.join(sys.argv[1:] if argv is None else argv)
     chosen = dict(variants.parse(v) for v in (args.variants or suite.variants))

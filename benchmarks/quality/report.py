@@ -49,7 +49,7 @@ def synthetic_tables(records: list[dict], variants: dict, checkpoints) -> list[s
 
 def summary(records: list[dict], variants: dict, documents: int) -> list[str]:
     """One row per setting, one column per system: matched L1 at ``documents`` (best in bold)."""
-    systems = list(dict.fromkeys(r["system"] for r in records))
+    systems = list(dict.fromkeys(r["system"] for r in records if documents in r["l1"]))
     lines = [f"Matched L1 at {documents // 1000}k documents (lower is better; bold: best online system):", "",
              "| setting | " + " | ".join(s if s in variants else describe_peer(s).split()[0] for s in systems) + " |",
              "|---|" + "---:|" * len(systems)]
@@ -95,20 +95,40 @@ def errors(records: list[dict]) -> list[str]:
     return lines
 
 
-def write(out: Path, name: str, command: str, synthetic: list[dict], real: list[dict], variants: dict,
-          checkpoints) -> Path:
-    """Write ``<out>/<name>.json`` and ``<out>/<name>.md``; returns the Markdown path."""
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def markdown(name: str, command: str, synthetic: list[dict], real: list[dict], variants: dict, checkpoints,
+             stamp: str, machine_line: str, ours: str) -> str:
     head = [f"### Quality protocol: `{name}`", "", f"Command: `{command}`", "",
-            f"Machine: {machine()}. Date: {stamp}. {Ours.version()}. One process; tomotopy's batch reference trains with "
+            f"Machine: {machine_line}. Date: {stamp}. {ours}. One process; tomotopy's batch reference trains with "
             f"`workers=0` (all cores), as the peers adapter does.", "",
             "Times are wall seconds in `learn` (all chunks) and in `finish` (ours: every `refresh()`; "
             "tomotopy: the Gibbs sweeps), summed over checkpoints.", ""]
     overview = [line for c in checkpoints if c >= 20_000 for line in summary(synthetic, variants, c)] if synthetic else []
     body = overview + synthetic_tables(synthetic, variants, checkpoints) + real_tables(real, variants) + errors(synthetic + real)
-    (out / f"{name}.md").write_text("\n".join(head + body) + "\n")
+    return "\n".join(head + body) + "\n"
+
+
+def write(out: Path, name: str, command: str, synthetic: list[dict], real: list[dict], variants: dict,
+          checkpoints) -> Path:
+    """Write ``<out>/<name>.json`` and ``<out>/<name>.md``; returns the Markdown path."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = markdown(name, command, synthetic, real, variants, checkpoints, stamp, machine(), Ours.version())
+    (out / f"{name}.md").write_text(text)
     payload = {"command": command, "machine": machine(), "date": stamp, "ours": Ours.version(), "variants": variants,
                "peers": {p: describe_peer(p) for p in PEERS}, "synthetic": synthetic, "real": real}
     (out / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     return out / f"{name}.md"
+
+
+def render(path: Path) -> Path:
+    """Rewrite the Markdown beside results file ``path`` (``<name>.json``) from the JSON alone."""
+    data = json.loads(Path(path).read_text())
+    for record in data["synthetic"]:
+        record["l1"] = {int(k): v for k, v in record["l1"].items()}
+    checkpoints = sorted({c for r in data["synthetic"] for c in r["l1"]})
+    name = Path(path).stem
+    text = markdown(name, data["command"], data["synthetic"], data["real"], data["variants"], checkpoints,
+                    data["date"], data["machine"], data.get("ours", "streamtopics @ ?"))
+    target = Path(path).with_suffix(".md")
+    target.write_text(text)
+    return target
