@@ -41,7 +41,9 @@ def synthetic_tables(records: list[dict], variants: dict, checkpoints) -> list[s
                   "| system | " + " | ".join(f"L1 @ {c // 1000}k" for c in checkpoints) + " | learn s | finish s | refinement iterate kept |",
                   "|---|" + "---:|" * (len(checkpoints) + 3)]
         for r in rows:
-            cells = [f"{r['l1'][c]:.3f}" if c in r["l1"] else ("failed" if "error" in r else "") for c in checkpoints]
+            failed = {int(c) for c in r.get("checkpoint_errors", {})}
+            cells = [f"{r['l1'][c]:.3f}" if c in r["l1"] else ("failed" if "error" in r or c in failed else "")
+                     for c in checkpoints]
             lines.append(f"| {_label(r['system'], variants)} | " + " | ".join(cells) + f" {_seconds(r)} {_kept(r)} |")
         lines.append("")
     return lines
@@ -92,6 +94,9 @@ def errors(records: list[dict]) -> list[str]:
     for r in records:
         if "error" in r:
             lines += [f"**{r['system']} failed on {r['setting']}:**", "", "```", r["error"].rstrip(), "```", ""]
+        for documents, error in r.get("checkpoint_errors", {}).items():
+            lines += [f"**{r['system']}'s refresh failed at {documents} documents of {r['setting']}:** "
+                      f"`{error.rstrip().splitlines()[-1]}`", ""]
     return lines
 
 

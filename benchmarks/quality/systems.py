@@ -55,23 +55,29 @@ def build(system: str, n_topics: int, vocabulary: list[str], n_documents: int, v
 
 
 def one_pass(model, stream, checkpoints, on_checkpoint) -> dict:
-    """Learn ``stream`` once up to the last checkpoint; ``on_checkpoint(seen, model)`` at each."""
+    """Learn ``stream`` once up to the last checkpoint; ``on_checkpoint(seen, model)`` at each.
+    A checkpoint whose ``finish()`` raises is skipped and its traceback kept (``checkpoint_errors``)."""
     checkpoints = sorted(c for c in checkpoints if c <= stream.shape[0])
     bounds = sorted(set(range(0, checkpoints[-1], CHUNK)) | set(checkpoints))
     learn_s = finish_s = 0.0
-    times = []
+    times, failed = [], {}
     for start, stop in zip(bounds[:-1], bounds[1:]):
         t0 = time.perf_counter()
         model.learn(stream[start:stop])
         learn_s += time.perf_counter() - t0
         if stop in checkpoints:
             t0 = time.perf_counter()
-            model.finish()
-            finish_s += time.perf_counter() - t0
+            try:  # a refresh that fails early (too few candidates, say) leaves the stream going
+                model.finish()
+            except Exception:
+                failed[stop] = traceback.format_exc()
+                continue
+            finally:
+                finish_s += time.perf_counter() - t0
             times.append({"docs": stop, "learn_s": learn_s, "finish_s": finish_s,
                           **(model.diagnostics() if hasattr(model, "diagnostics") else {})})
             on_checkpoint(stop, model)
-    return {"learn_s": learn_s, "finish_s": finish_s, "checkpoint_times": times}
+    return {"learn_s": learn_s, "finish_s": finish_s, "checkpoint_times": times, "checkpoint_errors": failed}
 
 
 def warm_up(vocabulary: list[str], stream) -> None:
