@@ -1,0 +1,15 @@
+"""Topic quality on truths no part of this project produced (issue 14).
+
+    python -m benchmarks.quality --suite quick|standard|full [--variants ...] [--out DIR]
+
+Two measurements, both one pass over a stream:
+
+* :mod:`.synthetic`: documents drawn from a topic-word matrix that tomotopy's collapsed Gibbs
+  LDA fitted to a real corpus (:mod:`.truths`), with Dirichlet(alpha) mixtures and the corpus's
+  own document lengths (:mod:`.streams`); matched L1 per topic at document checkpoints.
+* :mod:`.real`: real text, train split streamed, test split judged (NPMI, uniqueness, held-out
+  log-likelihood, top words shared between topics).
+
+Corpora are read and filtered as a user would (:mod:`.corpora`); systems are our model under
+named settings (:mod:`.variants`) and the peers of :mod:`benchmarks.peers` (:mod:`.systems`).
+"""

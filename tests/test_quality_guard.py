@@ -1,0 +1,58 @@
+"""The quality protocol's quick suite, run whole in CI (issue 14), with its regression guard.
+
+The suite runs as users run it (``python -m benchmarks.quality --suite quick``) into a temporary
+directory, its Gibbs truth fitted there too (no cache), so the guard covers the whole protocol:
+corpus filtering, the tomotopy truth, the semi-synthetic stream and the real split. Two figures
+of our defaults are guarded against ``benchmarks/quality/guard.json``: matched L1 at 20,000
+documents of the 20 Newsgroups K = 20, Dirichlet(0.03) Gibbs-truth stream (must not rise above
+the bound) and test-split NPMI on 20 Newsgroups K = 20 (must not fall below it). Everything is
+seeded, so the margins only absorb floating-point and thread-count noise and changes of equal
+quality; guard.json says how they were chosen. After an intended change of quality, rerun the
+quick suite and update guard.json.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GUARD = ROOT / "benchmarks" / "quality" / "guard.json"
+DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def quick_suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quality-quick")
+    corpus = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
+    if not corpus.is_file():
+        pytest.fail(f"corpus file {corpus} not found", pytrace=False)
+    result = subprocess.run([sys.executable, "-m", "benchmarks.quality", "--suite", "quick", "--out", str(out),
+                             "--cache", str(out / "cache")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    print(result.stdout[-4000:])  # the tables, for the CI log
+    return json.loads((out / "quick.json").read_text())
+
+
+def _default(records, setting):
+    row = next(r for r in records if r["setting"] == setting and r["system"] == "default")
+    assert "error" not in row, row["error"]
+    return row
+
+
+def test_gibbs_truth_l1_has_not_regressed(quick_suite):
+    guard = json.loads(GUARD.read_text())["l1"]
+    l1 = _default(quick_suite["synthetic"], guard["setting"])["l1"][str(guard["documents"])]
+    assert l1 <= guard["bound"], (f"matched L1 {l1:.4f} at {guard['documents']} documents of {guard['setting']} "
+                                  f"is above the bound {guard['bound']} (measured {guard['measured']})")
+
+
+def test_real_split_npmi_has_not_regressed(quick_suite):
+    guard = json.loads(GUARD.read_text())["npmi"]
+    npmi = _default(quick_suite["real"], guard["setting"])["npmi"]
+    assert npmi >= guard["bound"], (f"test-split NPMI {npmi:.4f} on {guard['setting']} is below the bound "
+                                    f"{guard['bound']} (measured {guard['measured']})")
