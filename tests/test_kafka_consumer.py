@@ -179,6 +179,21 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     assert rejected["undecodable"] == 3 and rejected["oversized"] == 1 and rejected["malformed_json"] == 3
 
 
+def test_a_restarted_consumer_keeps_its_refresh_schedule(kafka_broker, corpus, vocabulary_file, tmp_path):
+    """Issue 15, item 4: the schedule counts from the last refresh saved in the state, not from
+    the documents absorbed at start-up, so a consumer restarted more often than every N
+    documents still refreshes every N (five runs of N/2 documents: two refreshes, as one run)."""
+    topic = unique("schedule")
+    create_topic(kafka_broker, topic, partitions=1)
+    messages = corpus_messages(corpus)
+    chunk = len(messages) // 5
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, refresh_every_documents=2 * chunk)
+    for start in range(0, 5 * chunk, chunk):
+        produce(kafka_broker, topic, messages[start:start + chunk])
+        service = run_consumer(config)  # a restart: a new process would do the same
+    assert service.model.snapshot is not None and service.model.snapshot.version == 2
+
+
 # --------------------------------------------------------------------------- crash safety
 
 
