@@ -84,8 +84,21 @@ def save_model(model, path) -> Path:
 
 def load_model(cls, path, on_reject=None):
     """A ``cls`` (a :class:`~streamtopics.model.StreamingTopicModel`) restored from ``path``;
-    raises :class:`~streamtopics.state.CorruptStateError` if the file is damaged."""
+    raises :class:`~streamtopics.state.CorruptStateError` if the file is damaged, also when
+    the checksums hold but the parts do not fit together (a file written by another version, or
+    damage the checksums cannot see): whatever rebuilding the model raises means the same."""
     arrays, meta = read_state(path)
+    try:
+        return _rebuild(cls, path, arrays, meta, on_reject)
+    except CorruptStateError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any inconsistency is damage to the caller
+        raise CorruptStateError(f"{path}: inconsistent state ({type(error).__name__}: {error})") from error
+
+
+def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
     model = cls(**meta["config"], tokenizer=Tokenizer.from_config(meta["tokenizer"]), on_reject=on_reject)
     ingest, lineage = model.ingest, model.lineage
 

@@ -4,23 +4,25 @@ A state file is an uncompressed ``.npz`` archive of named arrays plus a ``__mani
 JSON with a format version, free-form metadata and the SHA-256 of every array. Writes go to a
 temporary file in the same directory, are fsynced, then renamed over the target (and the
 directory fsynced), so a crash leaves either the old file or the new one, never a torn one.
-Reads verify every checksum and raise :class:`CorruptStateError` on any mismatch.
+Reads verify every checksum, the metadata's included, and raise :class:`CorruptStateError` on
+any mismatch and on every other way the file fails to read: a damaged zip header can make the
+zip reader raise ``NotImplementedError`` ("compression method"), ``RuntimeError``
+("encrypted"), ``struct.error`` and more, and all of them mean the same to a caller -- set the
+file aside, use the previous one.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 FORMAT = "streamtopics-state"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the metadata is checksummed too (1: arrays only, still read)
 _MANIFEST = "__manifest__"
 
 
@@ -30,6 +32,10 @@ class CorruptStateError(ValueError):
 
 def _digest(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1)).hexdigest()
+
+
+def _meta_digest(meta: dict) -> str:
+    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
@@ -64,6 +70,7 @@ def write_state(path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "meta": meta,
+        "meta_checksum": _meta_digest(meta),
         "checksums": {name: _digest(value) for name, value in arrays.items()},
     }
     payload = dict(arrays)
@@ -83,11 +90,18 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
             arrays = {name: archive[name] for name in names - {_MANIFEST}}
     except CorruptStateError:
         raise
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, io.UnsupportedOperation) as error:
-        raise CorruptStateError(f"{path}: unreadable state file ({error})") from error
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise CorruptStateError(f"{path}: unsupported format {manifest.get('format')!r} v{manifest.get('format_version')}")
-    expected = manifest["checksums"]
+    except MemoryError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever a damaged zip makes the reader raise
+        raise CorruptStateError(f"{path}: unreadable state file ({type(error).__name__}: {error})") from error
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("format_version") not in (1, 2):
+        found = manifest if not isinstance(manifest, dict) else (manifest.get("format"), manifest.get("format_version"))
+        raise CorruptStateError(f"{path}: unsupported format {found!r}")
+    expected = manifest.get("checksums")
+    if not isinstance(expected, dict) or not isinstance(manifest.get("meta"), dict):
+        raise CorruptStateError(f"{path}: damaged manifest")
+    if manifest["format_version"] >= 2 and manifest.get("meta_checksum") != _meta_digest(manifest["meta"]):
+        raise CorruptStateError(f"{path}: checksum mismatch in the metadata")
     if set(expected) != set(arrays):
         raise CorruptStateError(f"{path}: arrays {sorted(set(expected) ^ set(arrays))} missing or unexpected")
     for name, digest in expected.items():
