@@ -2,30 +2,37 @@
 
 The order in which a checkpoint is written and its position committed is defined once, in
 :mod:`consumers.stream` (:meth:`StreamDriver.checkpoint <consumers.stream.StreamDriver.checkpoint>`);
-this module holds the two places checkpoints go (steps 2-4 of that order, through
-:func:`write_state_and_manifest`):
+this module holds where checkpoints go (steps 2-4 of that order, through
+:func:`write_state_and_manifest`): a :class:`CheckpointStore`, one format for both stream
+drivers -- the Kafka consumer's ``--checkpoint-dir`` and a replay's ``checkpoints/`` in its run
+directory.
 
-* :class:`CheckpointStore`, the Kafka consumer's directory of numbered checkpoints;
-* :class:`ArchiveCheckpoint`, a replay's run directory (``checkpoint.json`` + the model file).
-
-A :class:`CheckpointStore` checkpoint is two files in the store's directory that share a
-sequence number::
+A checkpoint is two files in the store's directory that share a sequence number::
 
     ckpt-0000000042.state   the model (StreamingTopicModel.save: statistics, vocabulary,
                             configuration, latest snapshot; atomic, SHA-256 per array)
-    ckpt-0000000042.json    the manifest: the next offset to read in every partition the
-                            statistics cover, consumer counters, the state file's size and the
-                            manifest's own SHA-256; written (atomically) only once the state
-                            file is on disk, so a manifest marks a complete checkpoint
+    ckpt-0000000042.json    the manifest: the stream position the statistics cover, the
+                            driver's counters, the state file's size and the manifest's own
+                            SHA-256; written (atomically) only once the state file is on disk,
+                            so a manifest marks a complete checkpoint
 
-On start the newest good checkpoint is restored and every partition it covers is sought to
-*its* offset, not to the group's committed one (why that is exactly-once: :mod:`consumers.stream`).
+The position is one of two kinds, in one manifest schema (format version 1):
 
-Corruption: a manifest that fails its checksum, a state file of the wrong size, or one whose
-checksums fail (:class:`~streamtopics.CorruptStateError`) is reported (logged, renamed
-``*.corrupt``, listed in :attr:`Restored.skipped`) and the previous checkpoint is used; the
-stream is then re-read from that checkpoint's offsets. Any other load error (a sound file
-written by an incompatible version) propagates and leaves the files alone.
+* Kafka: ``offsets``, the next offset to read in every partition the statistics cover
+  (:data:`Offsets`); ``archive`` is null;
+* an archive replay: ``archive`` (:class:`ArchivePosition`: the ``source`` arguments that
+  reopen it and the ``position`` read in it); ``offsets`` is empty.
+
+On start the newest good checkpoint is restored and the stream resumes from *its* position
+(Kafka: every partition it covers is sought to its offset, not to the group's committed one; why
+that is exactly-once: :mod:`consumers.stream`).
+
+Corruption: a manifest that is unreadable, fails its checksum or its schema (types, ranges, a
+complete archive position), a state file of the wrong size, or one whose checksums fail
+(:class:`~streamtopics.CorruptStateError`) is reported (logged, renamed ``*.corrupt``, listed in
+:attr:`Restored.skipped`) and the previous checkpoint is used; the stream is then re-read from
+that checkpoint's position. Any other load error (a sound file written by an incompatible
+version) propagates and leaves the files alone.
 
 >>> import tempfile
 >>> from streamtopics import StreamingTopicModel
@@ -64,8 +71,20 @@ Offsets = dict[tuple[str, int], int]  # (topic, partition) -> next offset to rea
 
 
 @dataclass(frozen=True)
+class ArchivePosition:
+    """Where a replay stands in its archive: ``source``, the arguments of
+    :func:`~consumers.sources.open_source` that reopen it (``path``, ``format`` and the format's
+    fields), and ``position``, what it has read there (records, lines or files: an int; a Kafka
+    topic: the next offset per partition, ``{"0": 17, ...}``)."""
+
+    source: dict
+    position: int | dict[str, int]
+
+
+@dataclass(frozen=True)
 class Checkpoint:
-    """One complete checkpoint, as described by its manifest."""
+    """One complete checkpoint, as described by its manifest: ``offsets`` for a Kafka
+    consumer's, ``archive`` for a replay's (see the module docstring)."""
 
     sequence: int
     offsets: Offsets
@@ -73,6 +92,11 @@ class Checkpoint:
     state_path: Path
     state_bytes: int
     created: float  # seconds since the epoch
+    archive: ArchivePosition | None = None
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.state_path.with_suffix(".json")
 
 
 @dataclass
@@ -105,7 +129,8 @@ class CheckpointStore:
             self.member_id = member.read_text().strip() if member.exists() else None
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = lock_exclusively(self.directory / "lock", f"{self.directory} is in use by another consumer (its lock is held)")
+        self._lock = lock_exclusively(self.directory / "lock",
+                                      f"{self.directory} is in use by another consumer or replay (its lock is held)")
         self.member_id = self._member_id()
 
     @classmethod
@@ -131,9 +156,13 @@ class CheckpointStore:
         return path.read_text().strip()
 
     # ------------------------------------------------------------------ writing
-    def save(self, model: StreamingTopicModel, offsets: Offsets, counters: dict | None = None) -> Checkpoint:
-        """Write the model and the offsets it reflects as the next checkpoint (state file
-        first, manifest last), then drop checkpoints beyond ``keep``."""
+    def save(self, model: StreamingTopicModel, position: Offsets | ArchivePosition,
+             counters: dict | None = None) -> Checkpoint:
+        """Write the model and the position it reflects (Kafka offsets or an
+        :class:`ArchivePosition`) as the next checkpoint (state file first, manifest last), then
+        drop checkpoints beyond ``keep``."""
+        archive = position if isinstance(position, ArchivePosition) else None
+        offsets = {} if archive is not None else dict(position)
         sequence = self._last_sequence() + 1
         state_path = self._path(sequence, "state")
         created = time.time()
@@ -144,6 +173,7 @@ class CheckpointStore:
                 "member": self.member_id, "created": created,
                 "state_file": state_path.name, "state_bytes": state_bytes,
                 "offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())],
+                "archive": None if archive is None else {"source": archive.source, "position": archive.position},
                 "counters": dict(counters or {}),
                 "documents_absorbed": model.documents_absorbed,
             }
@@ -151,7 +181,7 @@ class CheckpointStore:
 
         body = write_state_and_manifest(model, state_path, self._path(sequence, "json"), manifest)
         self._prune(sequence)
-        return Checkpoint(sequence, dict(offsets), body["counters"], state_path, body["state_bytes"], created)
+        return Checkpoint(sequence, offsets, body["counters"], state_path, body["state_bytes"], created, archive)
 
     def _prune(self, newest: int) -> None:
         """Keep the newest ``keep`` checkpoints; delete older ones, state files whose manifest
@@ -199,23 +229,55 @@ class CheckpointStore:
         return restored
 
     def _read_manifest(self, sequence: int) -> Checkpoint:
+        """The checkpoint manifest ``sequence`` describes, checked (checksum, then schema);
+        :class:`~streamtopics.CorruptStateError` saying what is wrong if it is not sound. The
+        only reader of manifests."""
         path = self._path(sequence, "json")
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
             checksum = manifest.pop("checksum")
-        except (OSError, ValueError, AttributeError, KeyError) as error:
+        except (OSError, ValueError, AttributeError, KeyError, TypeError) as error:
             raise CorruptStateError(f"{path}: unreadable manifest ({error})") from error
         if checksum != _checksum(manifest):
             raise CorruptStateError(f"{path}: manifest checksum mismatch")
         if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
             raise CorruptStateError(f"{path}: unsupported format {manifest.get('format')!r}")
+        try:
+            return self._parse_manifest(manifest, sequence)
+        except (KeyError, TypeError, ValueError) as error:
+            why = f"no {error}" if isinstance(error, KeyError) else str(error)
+            raise CorruptStateError(f"{path}: bad manifest ({why})") from None
+
+    def _parse_manifest(self, manifest: dict, sequence: int) -> Checkpoint:
+        """The manifest's fields, each checked for type and range (ValueError, TypeError or
+        KeyError otherwise)."""
+        _check(manifest["sequence"] == sequence and _is_int(manifest["sequence"]), "sequence", manifest["sequence"])
+        state_file = manifest["state_file"]
+        _check(state_file == self._path(sequence, "state").name, "state_file", state_file)  # never another path
+        _check(_is_int(manifest["state_bytes"]) and manifest["state_bytes"] >= 0, "state_bytes", manifest["state_bytes"])
+        _check(_is_int(manifest["documents_absorbed"]) and manifest["documents_absorbed"] >= 0,
+               "documents_absorbed", manifest["documents_absorbed"])
+        created = manifest["created"]
+        _check(isinstance(created, (int, float)) and not isinstance(created, bool), "created", created)
+        _check(isinstance(manifest["counters"], dict), "counters", manifest["counters"])
+        _check(manifest.get("member") is None or isinstance(manifest["member"], str), "member", manifest.get("member"))
+        offsets = manifest["offsets"]
+        _check(isinstance(offsets, list), "offsets", offsets)
+        for entry in offsets:
+            _check(isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                   and _is_int(entry[1]) and _is_int(entry[2]) and entry[1] >= 0 and entry[2] >= 0, "offset", entry)
+        archive = manifest.get("archive")  # absent in manifests written before replays used this store
+        if archive is not None:
+            archive = _archive_position(archive)
+            _check(not offsets, "offsets (an archive checkpoint has none)", offsets)
         return Checkpoint(
-            sequence=manifest["sequence"],
-            offsets={(t, int(p)): int(o) for t, p, o in manifest["offsets"]},
+            sequence=sequence,
+            offsets={(t, p): o for t, p, o in offsets},
             counters=manifest["counters"],
-            state_path=self.directory / manifest["state_file"],
+            state_path=self.directory / state_file,
             state_bytes=manifest["state_bytes"],
-            created=manifest["created"],
+            created=float(created),
+            archive=archive,
         )
 
     def _set_aside(self, sequence: int) -> None:
@@ -255,56 +317,8 @@ class CheckpointStore:
 
 
 class CheckpointError(ValueError):
-    """A run directory without a usable replay checkpoint, or one made from another source."""
-
-
-class ArchiveCheckpoint:
-    """A replay's checkpoint in its run directory: the model saved as
-    ``checkpoint-<documents>.npz`` and ``checkpoint.json``, which names it and holds the archive
-    (``source``: the arguments that reopen it), the ``position`` in it and the replay's
-    counters. ``checkpoint.json`` is replaced only once the model file is on disk, and older
-    model files are removed after it, so a crash leaves a consistent pair."""
-
-    MANIFEST = "checkpoint.json"
-    FORMAT = "streamtopics-replay-checkpoint"
-    FORMAT_VERSION = 1
-    FILES = (MANIFEST, "checkpoint-*.npz")  # what a replay's checkpoint leaves in its directory
-
-    def __init__(self, directory, source: dict):
-        self.directory = Path(directory)
-        self.source = source
-
-    def save(self, model: StreamingTopicModel, position, counters: dict | None = None) -> Path:
-        """Checkpoint ``model`` at archive ``position``; ``counters`` (``documents`` included)
-        go into the manifest. Returns the manifest's path."""
-        counters = dict(counters or {})
-        self.directory.mkdir(parents=True, exist_ok=True)
-        model_file = self.directory / f"checkpoint-{counters.get('documents', 0):010d}.npz"
-        manifest_path = self.directory / self.MANIFEST
-        write_state_and_manifest(model, model_file, manifest_path, lambda state_bytes: {
-            "format": self.FORMAT, "format_version": self.FORMAT_VERSION, "model": model_file.name,
-            "source": self.source, "position": position, **counters})
-        for old in self.directory.glob("checkpoint-*.npz"):
-            if old != model_file:
-                old.unlink(missing_ok=True)
-        return manifest_path
-
-    @classmethod
-    def read(cls, directory) -> dict:
-        """The manifest saved in ``directory``; :class:`CheckpointError` if there is none or
-        it is not one."""
-        path = Path(directory) / cls.MANIFEST
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise CheckpointError(f"no checkpoint in {directory} (no {cls.MANIFEST})") from None
-        except (OSError, ValueError) as error:
-            raise CheckpointError(f"{path}: unreadable checkpoint ({error})") from None
-        if not isinstance(state, dict) or state.get("format") != cls.FORMAT:
-            raise CheckpointError(f"{path}: not a replay checkpoint")
-        if state.get("format_version") != cls.FORMAT_VERSION:
-            raise CheckpointError(f"{path}: unsupported checkpoint version {state.get('format_version')!r}")
-        return state
+    """A checkpoint that cannot be resumed: none there, every one damaged, or one of another
+    source (the command line exits 2)."""
 
 
 def write_state_and_manifest(model: StreamingTopicModel, state_path: Path, manifest_path: Path,
@@ -316,6 +330,33 @@ def write_state_and_manifest(model: StreamingTopicModel, state_path: Path, manif
     body = manifest(state_path.stat().st_size)
     atomic_write_bytes(manifest_path, json.dumps(body, indent=1).encode("utf-8"))
     return body
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check(ok: bool, what: str, value) -> None:
+    if not ok:
+        raise ValueError(f"bad {what}: {value!r}"[:200])
+
+
+def _archive_position(archive) -> ArchivePosition:
+    """A manifest's ``archive`` entry as an :class:`ArchivePosition`: a ``source`` with a
+    ``path`` and a ``format`` (the replay checks the rest by reopening it) and a non-negative
+    ``position`` (per partition for Kafka)."""
+    _check(isinstance(archive, dict) and set(archive) == {"source", "position"}, "archive", archive)
+    source, position = archive["source"], archive["position"]
+    _check(isinstance(source, dict) and all(isinstance(key, str) for key in source), "source", source)
+    for key in ("path", "format"):
+        _check(isinstance(source[key], str) and source[key] != "", f"source {key}", source[key])
+    if source["format"] == "kafka":
+        _check(isinstance(position, dict) and all(
+            isinstance(p, str) and p.isdigit() and _is_int(o) and o >= 0 for p, o in position.items()),
+            "position (next offset per partition)", position)
+    else:
+        _check(_is_int(position) and position >= 0, "position (a non-negative int)", position)
+    return ArchivePosition(source, position)
 
 
 def _checksum(body: dict) -> str:

@@ -10,11 +10,14 @@ snapshot written to the run directory, a
 one covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
 archive and options give byte-identical snapshot files.
 
-A checkpoint (:class:`~consumers.checkpoint.ArchiveCheckpoint`: the model saved with
-:meth:`StreamingTopicModel.save` plus the archive position and the replay's counters, in
-``checkpoint.json``) is written at the end, on :meth:`Replay.stop`, after ``stop_after``
-documents and every ``checkpoint_every`` documents, in the driver's commit order.
-:meth:`Replay.resume` continues from it; the result equals an uninterrupted replay.
+A checkpoint is written at the end, on :meth:`Replay.stop`, after ``stop_after`` documents and
+every ``checkpoint_every`` documents, in the driver's commit order, to ``checkpoints/`` in the
+run directory: a :class:`~consumers.checkpoint.CheckpointStore`, the Kafka consumer's format
+(``ckpt-NNNNNNNNNN.state``: the model saved with :meth:`StreamingTopicModel.save`;
+``ckpt-NNNNNNNNNN.json``: the manifest with the archive's source and position, the replay's
+counters and a checksum). :meth:`Replay.resume` continues from the newest good one (a damaged one
+is set aside and the previous one used); the result equals an uninterrupted replay. A checkpoint
+that cannot be resumed raises :class:`CheckpointError` ("bad checkpoint ...").
 
 Malformed records are skipped, reported through ``on_malformed`` and counted by reason.
 """
@@ -31,14 +34,16 @@ from typing import Callable
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.policy import RefreshPolicy
 
-from .checkpoint import ArchiveCheckpoint, CheckpointError
+from .checkpoint import ArchivePosition, Checkpoint, CheckpointError, CheckpointStore, Restored
 from .records import Malformed, Source
 from .snapshot_directory import SnapshotDirectory
 from .sources import open_source
 from .stream import StreamDriver
 
-__all__ = ["CheckpointError", "RefreshGrid", "Replay", "ReplaySummary", "model_path", "read_checkpoint",
-           "reopen_source"]
+__all__ = ["CHECKPOINTS", "CheckpointError", "RefreshGrid", "Replay", "ReplaySummary", "checkpoint_dir", "model_path",
+           "read_checkpoint", "restore_checkpoint"]
+
+CHECKPOINTS = "checkpoints"  # the run directory's CheckpointStore
 
 
 @dataclass
@@ -51,7 +56,7 @@ class ReplaySummary:
     malformed: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     snapshots: list[Path] = field(default_factory=list)
-    checkpoint: Path | None = None
+    checkpoint: Path | None = None  # the manifest of the latest checkpoint
     stopped: bool = False
     elapsed_s: float = 0.0
     refresh_s: float = 0.0
@@ -136,6 +141,9 @@ class Replay:
         births, deaths and changes since the previous one.
     on_malformed
         ``on_malformed(item)`` for each :class:`~consumers.records.Malformed` record.
+    keep_checkpoints
+        Checkpoints kept in ``out_dir/checkpoints``: the newest and the fall-backs used if it
+        turns out damaged. The directory is locked while :meth:`run` runs.
 
     Scheduled refreshes (:class:`RefreshGrid`) wait until the model has built its vocabulary
     (``warmup_documents``); the final one does not. The replay owns the refresh schedule: leave
@@ -146,7 +154,7 @@ class Replay:
                  every_documents: int | None = None, every_seconds: float | None = None,
                  speed: float | None = None, checkpoint_every: int | None = None,
                  on_snapshot: Callable[[TopicSnapshot, Path], None] | None = None,
-                 on_malformed: Callable[[Malformed], None] | None = None,
+                 on_malformed: Callable[[Malformed], None] | None = None, keep_checkpoints: int = 2,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         for name, value in (("every_documents", every_documents), ("every_seconds", every_seconds),
                             ("speed", speed), ("checkpoint_every", checkpoint_every)):
@@ -154,7 +162,8 @@ class Replay:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.model, self.source, self.out_dir = model, source, Path(out_dir)
         self.snapshots = SnapshotDirectory(self.out_dir)
-        self.driver = StreamDriver(model, ArchiveCheckpoint(self.out_dir, source.spec), self.snapshots, clock=clock)
+        self.checkpoint_dir, self.keep_checkpoints = checkpoint_dir(self.out_dir), int(keep_checkpoints)
+        self.driver = StreamDriver(model, None, self.snapshots, clock=clock)  # its store: opened by run()
         self.every_documents, self.every_seconds = every_documents, every_seconds
         self.schedule = RefreshGrid(every_documents, every_seconds)
         self.speed, self.checkpoint_every = speed, checkpoint_every
@@ -175,6 +184,14 @@ class Replay:
             on_progress: Callable[["Replay"], None] | None = None) -> ReplaySummary:
         """Replay to the end of the source, or until ``stop_after`` documents of this run or a
         call to :meth:`stop`; then checkpoint. ``on_progress(replay)`` is called now and then."""
+        with CheckpointStore(self.checkpoint_dir, keep=self.keep_checkpoints) as store:
+            self.driver.checkpoints = store
+            try:
+                return self._run(stop_after, on_progress)
+            finally:
+                self.driver.checkpoints = None
+
+    def _run(self, stop_after: int | None, on_progress: Callable[["Replay"], None] | None) -> ReplaySummary:
         summary = ReplaySummary(malformed=self.malformed)
         started = self._clock()
         paced_from: tuple[float, float] | None = None
@@ -250,11 +267,12 @@ class Replay:
             "schedule": {"every_documents": self.every_documents, "every_seconds": self.every_seconds,
                          "speed": self.speed, "checkpoint_every": self.checkpoint_every},
         }
-        summary.checkpoint = self.driver.checkpoint(position, counters)
+        saved = self.driver.checkpoint(ArchivePosition(self.source.spec, position), counters)
+        summary.checkpoint = saved.manifest_path
         summary.checkpoint_s += self._clock() - t0
 
     def restore(self, state: dict) -> None:
-        """Take up the counters of a checkpoint (:func:`read_checkpoint`) of this replay."""
+        """Take up the counters of a checkpoint of this replay (checked: :func:`restore_checkpoint`)."""
         self.documents = state["documents"]
         self.malformed = Counter(state["malformed"])
         self.driver.advance(state["stream_time"])
@@ -262,41 +280,117 @@ class Replay:
         self.since_snapshot = state["since_snapshot"]
 
     @classmethod
-    def resume(cls, out_dir, source: Source | None = None, **options) -> "Replay":
+    def resume(cls, out_dir, source: Source | None = None, *, checkpoint: Restored | None = None,
+               **options) -> "Replay":
         """Continue the replay checkpointed in ``out_dir``: the model, the archive position,
-        the counters and the schedule come back; ``source`` defaults to reopening the one
-        the checkpoint names. ``options`` are the callbacks (and ``clock``/``sleep``)."""
-        state = read_checkpoint(out_dir)
+        the counters and the schedule of its newest good checkpoint come back
+        (:func:`restore_checkpoint`, or ``checkpoint`` if already restored); ``source``
+        defaults to reopening the one the checkpoint names. ``options`` are the callbacks (and
+        ``clock``/``sleep``). :class:`CheckpointError` if there is no checkpoint to resume."""
+        restored = checkpoint if checkpoint is not None else restore_checkpoint(out_dir)
+        archive = restored.checkpoint.archive
         if source is None:
-            source = reopen_source(state)
-        elif source.spec != state["source"]:
-            raise CheckpointError(f"{out_dir} holds a replay of {_describe(state['source'])}, "
+            source = _reopen(archive, out_dir, restored.checkpoint.sequence)
+        elif source.spec != archive.source:
+            raise CheckpointError(f"{out_dir} holds a replay of {_describe(archive.source)}, "
                                   f"not of {_describe(source.spec)}")
-        if source.position != state["position"]:
-            raise CheckpointError(f"source is at {source.position!r}, the checkpoint at {state['position']!r}")
-        model = StreamingTopicModel.load(Path(out_dir) / state["model"])
-        replay = cls(model, source, out_dir, **state["schedule"], **options)
+        if source.position != archive.position:
+            raise CheckpointError(f"source is at {source.position!r}, the checkpoint at {archive.position!r}")
+        state = restored.checkpoint.counters
+        replay = cls(restored.model, source, out_dir, **state["schedule"], **options)
         replay.restore(state)
         return replay
 
 
-def read_checkpoint(out_dir) -> dict:
-    """The state saved in ``out_dir/checkpoint.json``; :class:`CheckpointError` if there is
-    none or it is not one."""
-    return ArchiveCheckpoint.read(out_dir)
+def checkpoint_dir(out_dir) -> Path:
+    """Where a replay in run directory ``out_dir`` keeps its checkpoints."""
+    return Path(out_dir) / CHECKPOINTS
 
 
-def reopen_source(state: dict) -> Source:
-    """The checkpointed source, positioned where the checkpoint left it."""
-    return open_source(**state["source"], start=state["position"])
+def restore_checkpoint(out_dir) -> Restored:
+    """The newest good checkpoint of the replay in ``out_dir``, model loaded and counters
+    checked (:meth:`CheckpointStore.restore`: damaged newer ones are set aside as ``*.corrupt``).
+    :class:`CheckpointError` if there is none ("no checkpoint") or none that can be resumed
+    ("bad checkpoint")."""
+    directory = checkpoint_dir(out_dir)
+    if not directory.is_dir():
+        raise CheckpointError(f"no checkpoint in {out_dir}")
+    with CheckpointStore(directory) as store:
+        restored = store.restore()
+    if restored.checkpoint is None:
+        if restored.skipped:
+            raise CheckpointError(f"bad checkpoint in {out_dir}: {restored.skipped[0][1]} "
+                                  f"(set aside as *.corrupt; no earlier good checkpoint)")
+        if any(directory.glob("*.corrupt")):
+            raise CheckpointError(f"bad checkpoint in {out_dir}: only damaged checkpoints (*.corrupt) are left")
+        raise CheckpointError(f"no checkpoint in {out_dir}")
+    _check_replay_checkpoint(restored.checkpoint, out_dir)
+    return restored
+
+
+def read_checkpoint(out_dir) -> Checkpoint:
+    """The newest checkpoint of the replay in ``out_dir`` whose manifest is sound, read only
+    (its state file neither loaded nor set aside); :class:`CheckpointError` if there is none."""
+    directory = checkpoint_dir(out_dir)
+    checkpoint = CheckpointStore.reader(directory).latest() if directory.is_dir() else None
+    if checkpoint is None:
+        raise CheckpointError(f"no checkpoint in {out_dir}")
+    _check_replay_checkpoint(checkpoint, out_dir)
+    return checkpoint
+
+
+_SCHEDULE = {"every_documents": int, "every_seconds": (int, float), "speed": (int, float), "checkpoint_every": int}
+
+
+def _check_replay_checkpoint(checkpoint: Checkpoint, out_dir) -> None:
+    """A replay's checkpoint: an archive position (the store checked it) and the replay's
+    counters, each of its type and range; CheckpointError("bad checkpoint ...") otherwise."""
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"bad checkpoint in {out_dir}: checkpoint {checkpoint.sequence} {why}")
+
+    if checkpoint.archive is None:
+        raise bad("holds Kafka offsets, not an archive position")
+    state = checkpoint.counters
+
+    def number(value, kind=(int, float)) -> bool:
+        return isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
+
+    checks = {
+        "documents": number(state.get("documents"), int) and state["documents"] >= 0,
+        "malformed": isinstance(state.get("malformed"), dict) and all(
+            isinstance(k, str) and number(v, int) and v >= 0 for k, v in state["malformed"].items()),
+        "stream_time": state.get("stream_time", 0.0) is None or number(state.get("stream_time")),
+        "bucket": state.get("bucket", 0) is None or number(state.get("bucket"), int),
+        "since_snapshot": number(state.get("since_snapshot"), int) and 0 <= state["since_snapshot"],
+        "schedule": isinstance(state.get("schedule"), dict) and set(state["schedule"]) == set(_SCHEDULE) and all(
+            value is None or (number(value, _SCHEDULE[name]) and value > 0) for name, value in state["schedule"].items()),
+    }
+    wrong = [name for name, ok in checks.items() if not ok]
+    if wrong:
+        raise bad(f"has a missing or invalid {', '.join(wrong)}")
+
+
+def _reopen(archive: ArchivePosition, out_dir, sequence: int) -> Source:
+    """The checkpointed source, positioned where the checkpoint left it; its spec must be the
+    whole of what reopens it (CheckpointError "bad checkpoint" if not)."""
+    try:
+        source = open_source(**archive.source, start=archive.position)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"bad checkpoint in {out_dir}: checkpoint {sequence} has a bad source "
+                              f"({type(error).__name__}: {error})") from None
+    if source.spec != archive.source:
+        missing = sorted(set(source.spec) - set(archive.source))
+        raise CheckpointError(f"bad checkpoint in {out_dir}: checkpoint {sequence} has an incomplete source"
+                              + (f" (no {', '.join(missing)})" if missing else f" ({archive.source!r})"))
+    return source
 
 
 def model_path(path) -> Path:
     """The model file to load for ``path``: a model file itself, or a run directory's
-    checkpointed model."""
+    newest checkpointed model."""
     path = Path(path)
     if path.is_dir():
-        return path / read_checkpoint(path)["model"]
+        return read_checkpoint(path).state_path
     return path
 
 

@@ -8,9 +8,9 @@ what a stream position is (the archive position; Kafka offsets per partition), w
 due (a trigger: :class:`consumers.schedule.Every` on the wall clock, or the replay's grid of
 document counts and stream-time intervals, both built on the model's
 :class:`~streamtopics.policy.RefreshPolicy`), where checkpoints go (a
-:class:`~consumers.checkpoint.CheckpointStore`, or a replay's
-:class:`~consumers.checkpoint.ArchiveCheckpoint`) and what is flushed and committed around
-them.
+:class:`~consumers.checkpoint.CheckpointStore`, one format for both: the consumer's checkpoint
+directory with Kafka offsets, a replay's ``checkpoints/`` with its archive position) and what is
+flushed and committed around them.
 
 Commit order -- the exactly-once argument, in the style of Quix Streams' checkpoints (state
 first, position last). :meth:`StreamDriver.checkpoint` is its only implementation:
@@ -55,10 +55,10 @@ class Checkpoints(Protocol):
 
 class StreamDriver:
     """``model`` fed one document at a time, refreshed into ``snapshots`` and checkpointed to
-    ``checkpoints`` (see the module docstring). ``stream_time`` is the latest document time
-    learned (None until one had a time)."""
+    ``checkpoints`` (see the module docstring; may be set later, before the first checkpoint).
+    ``stream_time`` is the latest document time learned (None until one had a time)."""
 
-    def __init__(self, model: StreamingTopicModel, checkpoints: Checkpoints, snapshots: SnapshotDirectory | None = None,
+    def __init__(self, model: StreamingTopicModel, checkpoints: Checkpoints | None, snapshots: SnapshotDirectory | None = None,
                  clock: Callable[[], float] = time.perf_counter):
         self.model = model
         self.checkpoints = checkpoints

@@ -1,9 +1,11 @@
 """The `streamtopics` command line through its real entry point: output and exit codes."""
 
 import gzip
+import hashlib
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -12,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from consumers.replay import model_path
 from consumers.sources import open_source
 from consumers.times import parse_time
 from streamtopics import StreamingTopicModel
@@ -56,7 +59,8 @@ def test_replay_prints_snapshots_events_and_summary(run_dir):
     assert "snapshot 3 | 200 documents" in result.stdout
     assert "replayed 200 documents from news.jsonl: 200 absorbed, 0 rejected, 0 malformed" in result.stdout
     assert sorted(p.name for p in out.glob("snapshot-*.json")) == [f"snapshot-00000{i}.json" for i in (1, 2, 3)]
-    assert (out / "checkpoint.json").exists()
+    assert sorted(p.name for p in (out / "checkpoints").glob("ckpt-*")) == ["ckpt-0000000001.json",
+                                                                         "ckpt-0000000001.state"]
     assert "\r" not in result.stdout + result.stderr  # no progress bar when stdout is not a terminal
 
 
@@ -84,7 +88,7 @@ def test_replay_half_life_in_stream_time(tmp_path):
     result = cli("replay", archive, "--out", tmp_path / "run", "--time-field", "time", "--half-life-time", "30s",
                  *SMALL)
     assert result.returncode == 0, result.stderr
-    model = StreamingTopicModel.load(next((tmp_path / "run").glob("checkpoint-*.npz")))
+    model = StreamingTopicModel.load(model_path(tmp_path / "run"))
     assert (model.half_life, model.half_life_unit) == (30.0, "stream")
     assert model.statistics().effective_documents == pytest.approx(sum(2.0 ** (-k / 30) for k in range(200)))
     both = cli("replay", archive, "--out", tmp_path / "x", "--half-life", "50", "--half-life-time", "1h", *SMALL)
@@ -108,6 +112,52 @@ def test_replay_reports_malformed_records_and_finishes(tmp_path):
     assert "4 malformed records skipped" in result.stdout
     for reason in ("malformed_json", "missing_field", "not_utf8", "truncated_archive"):
         assert re.search(rf"^  malformed +1  {reason}$", result.stdout, re.M)
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """A replay stopped after 70 documents: one checkpoint, in run/checkpoints."""
+    tmp = tmp_path_factory.mktemp("stopped")
+    archive = write_archive(tmp / "news.jsonl")
+    result = cli("replay", archive, "--out", tmp / "run", "--snapshot-every", "50", "--stop-after", "70", *SMALL)
+    assert result.returncode == 0, result.stderr
+    return tmp / "run"
+
+
+def _reseal(body: dict) -> dict:
+    """The manifest with the checksum its writer would give it (schema damage must be caught
+    by more than the checksum)."""
+    body.pop("checksum", None)
+    return dict(body, checksum=hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest())
+
+
+@pytest.mark.parametrize("damage", ["missing keys", "negative position", "tampered manifest", "corrupt state file",
+                                    "incomplete source", "not JSON"])
+def test_resume_from_a_bad_checkpoint_exits_2(stopped_run, tmp_path, damage):
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    manifest, state = run / "checkpoints" / "ckpt-0000000001.json", run / "checkpoints" / "ckpt-0000000001.state"
+    body = json.loads(manifest.read_text())
+    if damage == "missing keys":
+        del body["counters"]["documents"], body["counters"]["bucket"]
+        manifest.write_text(json.dumps(_reseal(body)))
+    elif damage == "negative position":
+        body["archive"]["position"] = -5
+        manifest.write_text(json.dumps(_reseal(body)))
+    elif damage == "tampered manifest":
+        body["archive"]["position"] = 0
+        manifest.write_text(json.dumps(body))
+    elif damage == "corrupt state file":
+        state.write_bytes(state.read_bytes()[:-100] + bytes(100))
+    elif damage == "incomplete source":
+        del body["archive"]["source"]["time_field"]
+        manifest.write_text(json.dumps(_reseal(body)))
+    else:
+        manifest.write_text("{not json")
+    result = cli("replay", "--resume", "--out", run)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert any("bad checkpoint" in line for line in result.stderr.splitlines()), result.stderr
+    assert "Traceback" not in result.stderr and "replayed" not in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -216,7 +266,7 @@ def test_produce_then_replay_from_kafka(kafka_broker, tmp_path):
     from_kafka = cli("replay", url, "--out", tmp_path / "kafka", "--snapshot-every", "1000", *SMALL)
     assert from_kafka.returncode == 0, from_kafka.stderr
     assert "replayed 120 documents" in from_kafka.stdout
-    kafka_model = StreamingTopicModel.load(next((tmp_path / "kafka").glob("checkpoint-*.npz")))
+    kafka_model = StreamingTopicModel.load(model_path(tmp_path / "kafka"))
     file_model = StreamingTopicModel(n_topics=3, vocabulary_size=100, warmup_documents=40)
     for record in open_source(archive):
         file_model.learn_one(record.document, record.key)

@@ -1,7 +1,9 @@
 """Replay: scheduled snapshots, byte-identical reruns, exact resume, pacing, malformed input."""
 
 import gzip
+import hashlib
 import json
+import logging
 import random
 from pathlib import Path
 
@@ -86,7 +88,11 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, stops):
     straight = StreamingTopicModel.load(model_path(tmp_path / "straight")).statistics()
     resumed = StreamingTopicModel.load(model_path(tmp_path / "resumed")).statistics()
     assert np.array_equal(straight.packed, resumed.packed) and straight.n_docs == resumed.n_docs
-    assert len(list((tmp_path / "resumed").glob("checkpoint-*.npz"))) == 1
+    # one checkpoint per stop and one at the end; only the newest two are kept, each a complete pair
+    newest = read_checkpoint(tmp_path / "resumed").sequence
+    assert newest == len(stops) + 1
+    kept = {f"ckpt-{s:010d}.{kind}" for s in (newest, newest - 1) for kind in ("state", "json")}
+    assert {p.name for p in (tmp_path / "resumed" / "checkpoints").glob("*ckpt-*")} == kept
 
 
 def test_snapshots_every_interval_of_stream_time(tmp_path):
@@ -135,11 +141,83 @@ def test_resume_checks_the_checkpoint(tmp_path):
         Replay.resume(tmp_path / "run")
     replay(archive, tmp_path / "run").run(stop_after=30)
     state = read_checkpoint(tmp_path / "run")
-    assert state["position"] == 30 and state["documents"] == 30
+    assert state.archive.position == 30 and state.counters["documents"] == 30
     with pytest.raises(CheckpointError, match="holds a replay of"):
         Replay.resume(tmp_path / "run", open_source(other, time_field="time", start=30))
-    (tmp_path / "run" / "checkpoint.json").write_text("{}")
-    with pytest.raises(CheckpointError, match="not a replay checkpoint"):
+    state.manifest_path.write_text("{}")
+    with pytest.raises(CheckpointError, match="bad checkpoint in .*unreadable manifest"):
+        Replay.resume(tmp_path / "run")
+    assert state.manifest_path.with_name(state.manifest_path.name + ".corrupt").exists()
+    with pytest.raises(CheckpointError, match="bad checkpoint in .*only damaged checkpoints"):
+        Replay.resume(tmp_path / "run")
+
+
+def rewrite_manifest(path: Path, change, checksum=True) -> None:
+    """Apply ``change`` to the manifest at ``path``; ``checksum``: seal it again as the writer
+    would (a schema error must be caught by more than the checksum)."""
+    body = json.loads(path.read_text())
+    del body["checksum"]
+    change(body)
+    if checksum:
+        body["checksum"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    path.write_text(json.dumps(body))
+
+
+def damage_state(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["state", "torn state", "manifest", "missing keys", "negative position"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, damage, caplog):
+    archive = write_archive(tmp_path / "a.jsonl", n=200)
+    replay(archive, tmp_path / "straight", every_documents=60).run()
+    replay(archive, tmp_path / "run", every_documents=60, checkpoint_every=50).run(stop_after=120)
+    newest = read_checkpoint(tmp_path / "run")  # checkpoints after 50, 100 and 120 documents: 100 and 120 kept
+    assert newest.archive.position == 120
+    if damage == "state":
+        damage_state(newest.state_path)
+    elif damage == "torn state":
+        newest.state_path.write_bytes(newest.state_path.read_bytes()[:1000])
+    elif damage == "manifest":  # tampered: the checksum no longer matches
+        rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=0), checksum=False)
+    elif damage == "missing keys":
+        rewrite_manifest(newest.manifest_path, lambda body: body.pop("state_bytes"))
+    else:
+        rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=-5))
+    with caplog.at_level(logging.ERROR, logger="streamtopics.checkpoint"):
+        engine = Replay.resume(tmp_path / "run")
+    assert f"checkpoint {newest.sequence}" in caplog.text and "damaged" in caplog.text
+    assert engine.documents == 100 and engine.source.position == 100
+    assert newest.manifest_path.with_name(newest.manifest_path.name + ".corrupt").exists()
+    assert engine.run().documents == 200
+    assert snapshot_bytes(tmp_path / "run") == snapshot_bytes(tmp_path / "straight")
+    straight = StreamingTopicModel.load(model_path(tmp_path / "straight")).statistics()
+    resumed = StreamingTopicModel.load(model_path(tmp_path / "run")).statistics()
+    assert np.array_equal(straight.packed, resumed.packed) and straight.n_docs == resumed.n_docs
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda body: body["archive"].pop("position"), "bad archive"),
+    (lambda body: body["archive"].update(position=-5), "non-negative"),
+    (lambda body: body["archive"].update(position="30"), "non-negative"),
+    (lambda body: body["archive"]["source"].pop("path"), "no 'path'"),
+    (lambda body: body.update(archive=None), "Kafka offsets"),
+    (lambda body: body.update(state_file="../../elsewhere.state"), "bad state_file"),
+    (lambda body: body["archive"]["source"].pop("text_fields"), "incomplete source .no text_fields"),
+    (lambda body: body["archive"]["source"].update(colour="red"), "bad source"),
+    (lambda body: body["counters"].pop("documents"), "missing or invalid documents"),
+    (lambda body: body["counters"].update(since_snapshot=-1), "missing or invalid since_snapshot"),
+    (lambda body: body["counters"]["schedule"].update(every_documents=0), "missing or invalid schedule"),
+])
+def test_a_checkpoint_that_cannot_be_resumed_is_refused(tmp_path, change, why):
+    """Only checkpoint, sealed with a valid checksum but not what a replay wrote: refused."""
+    archive = write_archive(tmp_path / "a.jsonl", n=80)
+    replay(archive, tmp_path / "run", every_documents=60).run(stop_after=30)
+    rewrite_manifest(read_checkpoint(tmp_path / "run").manifest_path, change)
+    with pytest.raises(CheckpointError, match=f"bad checkpoint in .*{why}"):
         Replay.resume(tmp_path / "run")
 
 

@@ -8,8 +8,7 @@ import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
-from ..checkpoint import ArchiveCheckpoint
-from ..replay import Replay, read_checkpoint
+from ..replay import Replay, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
@@ -19,7 +18,8 @@ from .options import (_duration, _source_kwargs, live_service, model_options, se
 
 
 def _prepare_out(out: Path, force: bool) -> None:
-    existing = SnapshotDirectory(out).files() + [p for pattern in ArchiveCheckpoint.FILES for p in out.glob(pattern)]
+    checkpoints = checkpoint_dir(out)
+    existing = SnapshotDirectory(out).files() + (sorted(checkpoints.iterdir()) if checkpoints.is_dir() else [])
     if existing and not force:
         raise BadInput(f"{out} already holds a replay: add --resume to continue it or --force to start over")
     for path in existing:
@@ -138,11 +138,11 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
     console = Console(quiet)
     kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     if resume:
-        state = read_checkpoint(out)
+        restored = restore_checkpoint(out)  # the newest good one: damaged ones are set aside
         opened = None
         if source is not None:
-            opened = open_source(source, **kwargs, start=state["position"])
-        engine = Replay.resume(out, opened)
+            opened = open_source(source, **kwargs, start=restored.checkpoint.archive.position)
+        engine = Replay.resume(out, opened, checkpoint=restored)
     else:
         if source is None:
             raise click.UsageError("missing SOURCE (or --resume to continue a replay)")
