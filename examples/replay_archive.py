@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from consumers import builtin_corpus
-from consumers.replay import Replay
+from consumers.replay import Replay, checkpoint_dir
 from consumers.sources import open_source
 from streamtopics import StreamingTopicModel
 
@@ -31,7 +31,7 @@ def report(item):
     print(f"  skipped {item}")
 
 
-if (out / "checkpoint.json").exists():
+if checkpoint_dir(out).is_dir():
     replay = Replay.resume(out, on_snapshot=show, on_malformed=report)  # continues where it stopped
 else:
     tokenizer = builtin_corpus.tokenizer() if archive == "builtin" else None  # docstring stop words

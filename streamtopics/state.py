@@ -66,6 +66,7 @@ def _atomic_write(path: Path, write) -> Path:
 def write_state(path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     """Write arrays and JSON-serialisable metadata to ``path`` atomically, with checksums."""
     arrays = {name: np.asarray(value) for name, value in arrays.items()}
+    meta = json.loads(json.dumps(meta))  # as a reader will see it (int keys become strings), checksummed so
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -83,3 +83,13 @@ def test_byte_flips_and_truncations_are_damage_or_harmless(saved, tmp_path):
     for length in sorted(rng.sample(range(len(data)), 150)):
         assert load_or_corrupt(target, data[:length]) is None, length
     assert harmless < len(positions) / 4
+
+
+def test_metadata_checksum_holds_for_what_json_changes(tmp_path):
+    """Integer keys come back as strings (and sort differently): the checksum is of the metadata
+    as a reader sees it."""
+    from streamtopics.state import read_state, write_state
+
+    path = write_state(tmp_path / "m.state", {"a": np.arange(3)}, {"counts": {2: 1, 10: 2}, "pair": (1, 2)})
+    arrays, meta = read_state(path)
+    assert meta == {"counts": {"2": 1, "10": 2}, "pair": [1, 2]} and arrays["a"].tolist() == [0, 1, 2]
