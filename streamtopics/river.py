@@ -11,7 +11,6 @@ saying so.
 from __future__ import annotations
 
 import concurrent.futures
-import inspect
 import math
 import threading
 import typing
@@ -346,32 +345,14 @@ class AnchorTopics(base.MiniBatchTransformer):
 
 
 # ---------------------------------------------------------------------- one-document inference
-_INFER_DEFAULTS = inspect.signature(inference.infer_mixtures).parameters
-_serial_infer = None
-
-
 def _infer_one(model: StreamingTopicModel, document) -> np.ndarray:
-    """``model.infer([document])[0]`` without the parallel kernel's per-call cost.
-
-    The engine's inference kernel runs documents in parallel threads, which costs about a
-    millisecond per call to start, far more than inferring one document. This runs the same
-    kernel source compiled serially (``prange`` is ``range`` there), with the same start point
-    and stopping rule, so the result is the same as the engine's.
-    """
-    global _serial_infer
-    if _serial_infer is None:
-        import numba
-
-        _serial_infer = numba.njit(nogil=True)(inference._infer.py_func)
+    """``model.infer([document])[0]`` without the parallel kernel's per-call cost: the same
+    kernel compiled serially (``inference.infer_mixtures(serial=True)``), with the same start
+    point and stopping rule, so the result is the same as the engine's."""
     snapshot = model.snapshot
     batch, _ = model.encode_many([document])
     columns, prior = snapshot.mixture_components()
-    mixtures, _ = _serial_infer(
-        batch.indptr, batch.indices, batch.counts,
-        np.ascontiguousarray(columns), prior / prior.sum(),
-        int(_INFER_DEFAULTS["max_iter"].default), float(_INFER_DEFAULTS["tol"].default),
-    )
-    return snapshot.topic_part(mixtures)[0]
+    return snapshot.topic_part(inference.infer_mixtures(batch, columns, prior, serial=True))[0]
 
 
 # ---------------------------------------------------------------------- pickling
