@@ -1,6 +1,7 @@
 """Topic quality on truths no part of this project produced (issue 14).
 
     python -m benchmarks.quality --suite quick|standard|full [--variants ...] [--out DIR]
+    python -m benchmarks.quality --render DIR/NAME.json     # tables again, from saved results
 
 Two measurements, both one pass over a stream:
 
@@ -12,4 +13,7 @@ Two measurements, both one pass over a stream:
 
 Corpora are read and filtered as a user would (:mod:`.corpora`); systems are our model under
 named settings (:mod:`.variants`) and the peers of :mod:`benchmarks.peers` (:mod:`.systems`).
+Results go to ``DIR/NAME.json`` and ``DIR/NAME.md`` (:mod:`.report`), rewritten after every
+system; the committed ``RESULTS-*.md`` here are the runs quoted in BENCHMARKS.md, and
+``guard.json`` holds the CI bounds of ``tests/test_quality_guard.py``.
 """
