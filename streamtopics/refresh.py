@@ -127,16 +127,17 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
-    candidates = candidate_words(view.document_frequency, min_df, max_candidates)
+    frequency = np.asarray(view.document_frequency)
+    if max_df is not None:  # the ceiling first: the cap then keeps the most frequent words under it
+        frequency = np.where(frequency <= max_df, frequency, 0)
+    candidates = candidate_words(frequency, min_df, max_candidates)
     if previous is not None and method == "fastanchors":
         # hysteresis on eligibility too: a previous anchor stays a candidate down to half the floor
         # (the floor grows with the stream; without this a young stream's topics lose their anchors)
         previous = np.asarray(previous, dtype=np.int64)
-        held = previous[np.asarray(view.document_frequency)[previous] >= min_df / 2]
+        held = previous[frequency[previous] >= min_df / 2]
         candidates = np.union1d(candidates, held)
     candidates = candidates[view.word_mass[candidates] > 0]
-    if max_df is not None:
-        candidates = candidates[np.asarray(view.document_frequency)[candidates] <= max_df]
     if method == "fastanchors":
         if candidates.size < n_topics:
             raise _not_enough(candidates.size, min_df, n_topics)

@@ -13,6 +13,7 @@ from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.alignment import align_topics, top_word_overlap
 from streamtopics.evaluation import matched_l1
 from streamtopics.inference import infer_mixtures
+from streamtopics.refresh import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -138,6 +139,23 @@ def test_max_df_gives_the_most_frequent_words_to_the_background(truth):
     assert not set(snapshot.anchors) & {WORDS[i] for i in above}
     with pytest.raises(ValueError):
         StreamingTopicModel(K, vocabulary=WORDS, max_df=0.5, background_topic=False)
+
+
+def test_the_candidate_cap_counts_only_words_under_the_ceiling(truth):
+    """max_df applies before the cap: with a cap no larger than the number of words above the
+    ceiling, the cap used to be filled by them alone and then emptied by the ceiling ("0 words
+    occur in at least N documents", found on NIPS with max_df=0.1)."""
+    model, _ = fitted(truth, max_df=0.5)
+    view = model.statistics().view()
+    df = np.asarray(view.document_frequency)
+    order = np.argsort(-df, kind="stable")
+    ceiling = float(df[order[2 * K]])  # the 2 K most frequent words lie above it
+    above = np.flatnonzero(df > ceiling)
+    assert above.size >= 2 * K
+    anchors = select_anchors(view, K, 5, above.size, max_df=ceiling)
+    assert len(anchors) == K and not set(anchors) & set(above)
+    under = np.argsort(-np.where(df <= ceiling, df, -1), kind="stable")[:above.size]
+    assert set(anchors) <= set(under)  # the cap's words are the most frequent under the ceiling
 
 
 def test_relevance_ranking_against_the_formula():
