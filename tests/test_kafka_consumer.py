@@ -24,12 +24,13 @@ import pytest
 
 from consumers.checkpoint import CheckpointStore
 from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from consumers.outputs import DEFAULT_MAX_REQUEST_SIZE, DeadLetterUndelivered, record_bytes
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
 sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
 from kafka_helpers import (  # noqa: E402
-    KAFKA_CORPUS_DOCS, N_TOPICS, ConsumerProcess, assert_same_statistics, committed_offsets,
-    corpus_messages, create_topic, end_offsets, final_model, produce, read_topic,
+    KAFKA_CORPUS_DOCS, N_TOPICS, ConsumerProcess, alter_topic, assert_same_statistics, committed_offsets,
+    corpus_messages, create_topic, end_offsets, final_model, produce, read_topic, reference_model,
     unique,
 )
 
@@ -177,6 +178,97 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     rejected = service.metrics.as_dict()["rejected"]
     assert sum(rejected.values()) == service.metrics.dead_letters == len(expected_bad)
     assert rejected["undecodable"] == 3 and rejected["oversized"] == 1 and rejected["malformed_json"] == 3
+
+
+def test_large_rejected_messages_all_reach_the_dead_letter_topic(kafka_broker, corpus, vocabulary_file, tmp_path):
+    """Issue 15, item 2: messages just under, at and over ``max_message_bytes`` (1 MiB, the
+    producer's ``max_request_size`` too), and messages with many headers, are all dead-lettered:
+    cut to fit the producer's limit with room for the headers, and the headers say so."""
+    topic = unique("large")
+    create_topic(kafka_broker, topic, partitions=1, config={"max.message.bytes": str(16 * 1024 * 1024)})
+    limit = 1_048_576
+    many = [(f"h{i}", b"x" * 1000) for i in range(300)]       # 300 kB of headers
+    too_many = [(f"h{i}", b"y" * 1000) for i in range(1100)]  # more headers than fit in a record
+    bad = [  # (expected reason, key, value, headers)
+        ("malformed_json", b"b-under", b'{"text": "' + b"a" * (limit - 11), []),
+        ("not_utf8", b"b-at", b"\xff" * limit, []),
+        ("oversized", b"b-over", b"z" * (limit + 1), []),
+        ("oversized", b"b-far-over", b"z" * (3 * limit), []),
+        ("not_utf8", b"b-headers" + b"k" * 2000, b"\xfe" * (limit - 2000), many),
+        ("not_utf8", b"b-too-many-headers", b"\xfe" * 10, too_many),
+        ("malformed_json", b"b-under-headers", b'{"text": "' + b"a" * (limit - 200), many[:20]),
+    ]
+    good = corpus_messages([d for d in corpus if len(d["text"]) < 5000][:len(bad) + 1])
+    messages = [good[0]]
+    for (_, key, value, headers), g in zip(bad, good[1:]):
+        messages += [(key, value, headers), g]
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, dead_letter_topic=topic + "-dead",
+                         poll_records=3)
+    assert config.max_message_bytes == limit == DEFAULT_MAX_REQUEST_SIZE
+
+    service = run_consumer(config)
+
+    letters = read_topic(kafka_broker, config.dead_letter_topic, expected=len(bad), timeout=90)
+    originals = {m[0]: (offset, m) for offset, m in enumerate(messages)}
+    assert sorted(letter.key for letter in letters) == sorted(key for _, key, _, _ in bad)
+    reasons = {key: reason for reason, key, _, _ in bad}
+    for letter in letters:
+        offset, (key, value, headers) = originals[letter.key]
+        ours = {k[len("streamtopics."):]: v.decode() for k, v in letter.headers if k.startswith("streamtopics.")}
+        theirs = [(k, v) for k, v in letter.headers if not k.startswith("streamtopics.")]
+        assert ours["reason"] == reasons[letter.key] and int(ours["offset"]) == offset, ours
+        assert record_bytes(letter.key, letter.value, letter.headers) <= limit
+        assert value.startswith(letter.value)
+        if len(letter.value) < len(value):
+            assert ours["truncated"] == "true" and int(ours["original_bytes"]) == len(value), ours
+        if letter.key == b"b-too-many-headers":
+            assert theirs == [] and ours["headers_dropped"] == str(len(too_many))
+        else:
+            assert theirs == list(headers)
+    metrics = service.metrics.as_dict()
+    assert metrics["dead_letters"] == len(bad) and metrics["output_errors"] == 0
+    assert service.model.documents_absorbed == len(good)
+    assert committed_offsets(kafka_broker, config.group_id, topic) == {0: len(messages)}
+
+
+def test_an_undeliverable_dead_letter_stops_the_consumer_before_its_offset(
+        kafka_broker, corpus, vocabulary, vocabulary_file, tmp_path):
+    """Issue 15, item 2: a dead letter the broker refuses (the dead-letter topic's
+    ``max.message.bytes`` is tiny) is not counted as sent, and neither a checkpoint nor a commit
+    passes over its message: the consumer stops with DeadLetterUndelivered. Once the topic is
+    fixed, a restart delivers it and goes on with nothing lost or counted twice."""
+    topic, dead = unique("undeliverable"), unique("tiny-dead")
+    create_topic(kafka_broker, topic, partitions=1)
+    create_topic(kafka_broker, dead, partitions=1, config={"max.message.bytes": "200"})
+    docs = [d for d in corpus if len(d["text"]) < 5000][:100]
+    messages = corpus_messages(docs)
+    bad_offset = 50
+    messages.insert(bad_offset, (b"b-latin1", "caf\xe9".encode("latin-1")))
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, dead_letter_topic=dead,
+                         poll_records=10, checkpoint_every_messages=20)
+
+    service = TopicModelConsumer(config)
+    with pytest.raises(DeadLetterUndelivered, match=dead):
+        service.run()
+
+    metrics = service.metrics.as_dict()
+    assert metrics["dead_letters"] == 0 and metrics["output_errors"] == 1
+    assert committed_offsets(kafka_broker, config.group_id, topic).get(0, 0) <= bad_offset
+    _, offsets = final_model(tmp_path / "checkpoints")
+    assert 0 < offsets[(topic, 0)] <= bad_offset
+    assert read_topic(kafka_broker, dead, expected=0, timeout=5) == []
+
+    alter_topic(kafka_broker, dead, {"max.message.bytes": "1048588"})
+    service = run_consumer(config)
+    letters = read_topic(kafka_broker, dead, expected=1)
+    assert [(letter.key, dict(letter.headers)["streamtopics.offset"]) for letter in letters] == [
+        (b"b-latin1", str(bad_offset).encode())]
+    assert committed_offsets(kafka_broker, config.group_id, topic) == {0: len(messages)}
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == {(topic, 0): len(messages)}
+    assert_same_statistics(model, reference_model(docs, vocabulary), exact=True)
 
 
 def test_a_restarted_consumer_keeps_its_refresh_schedule(kafka_broker, corpus, vocabulary_file, tmp_path):
