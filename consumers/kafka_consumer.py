@@ -396,7 +396,9 @@ class TopicModelConsumer:
     def _commit(self, saved: Checkpoint, asynchronous: bool) -> None:
         """Commit the checkpointed offsets of the assigned partitions, tagged with our member id.
         A failed commit is harmless (the checkpoint decides where we resume), so it is only
-        counted."""
+        counted. The checkpoint is on disk before this runs (DESIGN 5: checkpoint first, then
+        commit). A synchronous commit waits at most ``commit_timeout_s`` (default 5 s): while
+        the broker is down the consume loop is held that long at most, not the client's 60 s."""
         if self._consumer is None:
             return
         metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})
@@ -409,7 +411,7 @@ class TopicModelConsumer:
             if asynchronous:
                 self._consumer.commit_async(offsets, callback=self._commit_done)
             else:
-                self._consumer.commit(offsets, timeout_ms=int(self.config.flush_timeout_s * 1000))
+                self._consumer.commit(offsets, timeout_ms=int(self.config.commit_timeout_s * 1000))
         except KafkaError as error:
             self._commit_done(offsets, error)
 

@@ -10,6 +10,7 @@ With one partition the order is the corpus order and the sums are compared bit f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -50,6 +51,20 @@ def run_consumer(config: ConsumerConfig) -> TopicModelConsumer:
     service = TopicModelConsumer(config)
     service.run()
     return service
+
+
+def start_in_thread(config: ConsumerConfig, absorbed: int, timeout: float = 60) -> tuple[TopicModelConsumer, threading.Thread]:
+    """A consumer running in a thread, once it has absorbed ``absorbed`` documents."""
+    service = TopicModelConsumer(config)
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while service.metrics.as_dict()["documents_absorbed"] < absorbed:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            service.stop()
+            raise AssertionError(f"absorbed {service.metrics.as_dict()['documents_absorbed']} of {absorbed}")
+        time.sleep(0.05)
+    return service, thread
 
 
 def offsets_of(topic, ends):
@@ -349,14 +364,8 @@ def test_broker_restart_mid_stream_loses_nothing(kafka_broker, corpus, reference
     produce(kafka_broker, topic, corpus_messages(corpus[:half]))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, poll_records=50,
                          checkpoint_every_messages=300, reconnect_backoff_max_s=2.0)
-    service = TopicModelConsumer(config)
-    thread = threading.Thread(target=service.run, daemon=True)
-    thread.start()
+    service, thread = start_in_thread(config, absorbed=300)
     try:
-        deadline = time.monotonic() + 60
-        while service.model.documents_absorbed < 300:
-            assert thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
         kafka_broker.restart()
         produce(kafka_broker, topic, corpus_messages(corpus[half:]))
         deadline = time.monotonic() + 120
@@ -372,6 +381,38 @@ def test_broker_restart_mid_stream_loses_nothing(kafka_broker, corpus, reference
     assert offsets == offsets_of(topic, end_offsets(kafka_broker, topic, 2))
     assert_same_statistics(model, reference)
     assert service.metrics.checkpoints >= 3
+
+
+def test_the_offset_commit_is_bounded_while_the_broker_is_down(kafka_broker, corpus, reference, vocabulary_file,
+                                                              tmp_path):
+    """Issue 15, item 7: with the broker down, the commit after a checkpoint gives up after
+    ``commit_timeout_s`` (default 5 s) instead of holding the consumer for ``flush_timeout_s``
+    (60 s); the checkpoint is written first, so the next start resumes from it, not from the
+    commit that failed."""
+    topic = unique("commit")
+    create_topic(kafka_broker, topic, partitions=1)
+    produce(kafka_broker, topic, corpus_messages(corpus))
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, flush_timeout_s=60.0,
+                         checkpoint_every_messages=0, checkpoint_every_seconds=0.0)
+    service, thread = start_in_thread(config, absorbed=N_DOCS, timeout=120)
+    try:
+        kafka_broker.stop()
+        t0 = time.monotonic()
+        service.stop()  # the final checkpoint and its commit, with no broker to commit to
+        thread.join(timeout=120)
+        seconds = time.monotonic() - t0
+    finally:
+        service.stop()
+        kafka_broker.start()
+    assert not thread.is_alive()
+    assert seconds < 25, f"stopping took {seconds:.1f} s with the broker down"
+    assert service.metrics.as_dict()["commit_failures"] == 1
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == {(topic, 0): N_DOCS}  # checkpoint first: it holds everything absorbed
+    assert committed_offsets(kafka_broker, config.group_id, topic).get(0, 0) < N_DOCS
+    again = run_consumer(dataclasses.replace(config, stop_when_idle=1.0))
+    assert again.metrics.messages_consumed == 0  # resumes from the checkpoint, not the failed commit
+    assert_same_statistics(model, reference, exact=True)
 
 
 # --------------------------------------------------------------------------- corrupt checkpoints
