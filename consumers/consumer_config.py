@@ -103,6 +103,8 @@ class ConsumerConfig:
     reconnect_backoff_s: float = _option(0.5, "First wait before reconnecting after a Kafka failure.")
     reconnect_backoff_max_s: float = _option(30.0, "Longest wait between reconnection attempts.")
     flush_timeout_s: float = _option(60.0, "Longest wait for outputs to be delivered before a checkpoint.")
+    commit_timeout_s: float = _option(
+        5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins).")
     log_every_seconds: float = _option(30.0, "Progress log interval.")
     # security (kafka-python names), extra client settings
     security_protocol: str = _option(
@@ -131,6 +133,8 @@ class ConsumerConfig:
             raise ValueError(f"message_format must be one of {FORMATS}")
         if self.poll_records < 1 or self.n_topics < 1:
             raise ValueError("poll_records and n_topics must be at least 1")
+        if not self.commit_timeout_s > 0:
+            raise ValueError("commit_timeout_s must be positive")
 
     # ------------------------------------------------------------------ loading
     @classmethod

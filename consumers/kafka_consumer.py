@@ -55,7 +55,7 @@ from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabula
 from .checkpoint import Checkpoint, CheckpointStore, Offsets
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
-from .outputs import Outputs
+from .outputs import DeadLetterUndelivered, Outputs
 from .schedule import Backoff, Every
 from .signals import install_graceful_stop
 from .snapshot_directory import SnapshotDirectory
@@ -195,6 +195,10 @@ class TopicModelConsumer:
                     self._disconnect()
                     self._stop.wait(delay)
             clean = True
+        except DeadLetterUndelivered as error:
+            self._update_totals()  # dead_letters counts only those not known to have failed
+            log.error("stopping: %s", error)
+            raise
         finally:
             self._shutdown(checkpoint=clean)
         return self.metrics
@@ -228,6 +232,10 @@ class TopicModelConsumer:
         try:
             if checkpoint:
                 self.checkpoint()
+        except DeadLetterUndelivered as error:
+            self._update_totals()
+            log.error("final checkpoint skipped: %s", error)
+            raise
         except KafkaError as error:
             log.error("final checkpoint skipped, outputs not delivered (%s); the next start re-reads "
                       "from checkpoint offsets %s", error, _offsets_text(self._checkpointed))
@@ -247,6 +255,7 @@ class TopicModelConsumer:
             if batch:
                 self._absorb(batch)
                 idle_since = time.monotonic()
+            self.outputs.check()  # a dead letter failed: stop before any checkpoint passes over it
             self._update_lag()
             self._maybe_refresh()
             self._maybe_checkpoint()
@@ -309,7 +318,8 @@ class TopicModelConsumer:
         rejected = Counter(self.model.rejections)
         rejected.update(self._counters["message_rejections"])
         self.metrics.update(messages_consumed=self._messages, documents_absorbed=self.model.documents_absorbed,
-                            rejected=rejected, dead_letters=self._counters["dead_letters"])
+                            rejected=rejected,
+                            dead_letters=self._counters["dead_letters"] - len(self.outputs.undelivered))
 
     def _update_lag(self) -> None:
         lag = {}
@@ -366,7 +376,9 @@ class TopicModelConsumer:
         """Flush outputs, write a checkpoint, commit its offsets: the commit order of
         :meth:`StreamDriver.checkpoint <consumers.stream.StreamDriver.checkpoint>`. Does nothing
         if no message was consumed since the last one. Returns whether a checkpoint was written;
-        raises KafkaError if the flush fails."""
+        raises KafkaError if the flush times out, and
+        :class:`~consumers.outputs.DeadLetterUndelivered` if a dead letter was not delivered
+        (then nothing is written or committed)."""
         if self.positions == self._checkpointed:
             return False
         t0 = time.perf_counter()
@@ -384,7 +396,9 @@ class TopicModelConsumer:
     def _commit(self, saved: Checkpoint, asynchronous: bool) -> None:
         """Commit the checkpointed offsets of the assigned partitions, tagged with our member id.
         A failed commit is harmless (the checkpoint decides where we resume), so it is only
-        counted."""
+        counted. The checkpoint is on disk before this runs (DESIGN 5: checkpoint first, then
+        commit). A synchronous commit waits at most ``commit_timeout_s`` (default 5 s): while
+        the broker is down the consume loop is held that long at most, not the client's 60 s."""
         if self._consumer is None:
             return
         metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})
@@ -397,7 +411,7 @@ class TopicModelConsumer:
             if asynchronous:
                 self._consumer.commit_async(offsets, callback=self._commit_done)
             else:
-                self._consumer.commit(offsets, timeout_ms=int(self.config.flush_timeout_s * 1000))
+                self._consumer.commit(offsets, timeout_ms=int(self.config.commit_timeout_s * 1000))
         except KafkaError as error:
             self._commit_done(offsets, error)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from consumers.checkpoint import CheckpointStore
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
@@ -84,20 +84,33 @@ def assert_same_statistics(actual: StreamingTopicModel, expected: StreamingTopic
 # --------------------------------------------------------------------------- Kafka
 
 
-def create_topic(broker, name: str, partitions: int) -> None:
+def create_topic(broker, name: str, partitions: int, config: dict | None = None) -> None:
+    """Create ``name``; ``config`` holds topic settings, e.g. ``{"max.message.bytes": "200"}``."""
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000)
     try:
-        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                      topic_configs=config or {})])
+    finally:
+        admin.close()
+
+
+def alter_topic(broker, name: str, config: dict) -> None:
+    """Change topic settings (e.g. ``max.message.bytes``) on the broker."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs=config)])
     finally:
         admin.close()
 
 
 def produce(broker, topic: str, messages, partition: int | None = None) -> None:
-    """Send (key, value) pairs and wait until all are acknowledged."""
+    """Send (key, value) or (key, value, headers) tuples and wait until all are acknowledged
+    (records of up to 16 MiB; the topic's ``max.message.bytes`` must allow them)."""
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all", linger_ms=5,
-                             max_request_size=4 * 1024 * 1024)
+                             max_request_size=16 * 1024 * 1024)
     try:
-        futures = [producer.send(topic, key=k, value=v, partition=partition) for k, v in messages]
+        futures = [producer.send(topic, key=m[0], value=m[1], headers=list(m[2]) if len(m) > 2 else None,
+                                 partition=partition) for m in messages]
         producer.flush(timeout=60)
         for future in futures:
             future.get(timeout=30)

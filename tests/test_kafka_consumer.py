@@ -10,6 +10,7 @@ With one partition the order is the corpus order and the sums are compared bit f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -24,12 +25,13 @@ import pytest
 
 from consumers.checkpoint import CheckpointStore
 from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from consumers.outputs import DEFAULT_MAX_REQUEST_SIZE, DeadLetterUndelivered, record_bytes
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
 sys.path.insert(0, str(Path(__file__).parent))  # kafka_helpers beside this file (importlib mode)
 from kafka_helpers import (  # noqa: E402
-    KAFKA_CORPUS_DOCS, N_TOPICS, ConsumerProcess, assert_same_statistics, committed_offsets,
-    corpus_messages, create_topic, end_offsets, final_model, produce, read_topic,
+    KAFKA_CORPUS_DOCS, N_TOPICS, ConsumerProcess, alter_topic, assert_same_statistics, committed_offsets,
+    corpus_messages, create_topic, end_offsets, final_model, produce, read_topic, reference_model,
     unique,
 )
 
@@ -49,6 +51,20 @@ def run_consumer(config: ConsumerConfig) -> TopicModelConsumer:
     service = TopicModelConsumer(config)
     service.run()
     return service
+
+
+def start_in_thread(config: ConsumerConfig, absorbed: int, timeout: float = 60) -> tuple[TopicModelConsumer, threading.Thread]:
+    """A consumer running in a thread, once it has absorbed ``absorbed`` documents."""
+    service = TopicModelConsumer(config)
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while service.metrics.as_dict()["documents_absorbed"] < absorbed:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            service.stop()
+            raise AssertionError(f"absorbed {service.metrics.as_dict()['documents_absorbed']} of {absorbed}")
+        time.sleep(0.05)
+    return service, thread
 
 
 def offsets_of(topic, ends):
@@ -179,6 +195,97 @@ def test_bad_messages_go_to_the_dead_letter_topic(kafka_broker, corpus, vocabula
     assert rejected["undecodable"] == 3 and rejected["oversized"] == 1 and rejected["malformed_json"] == 3
 
 
+def test_large_rejected_messages_all_reach_the_dead_letter_topic(kafka_broker, corpus, vocabulary_file, tmp_path):
+    """Issue 15, item 2: messages just under, at and over ``max_message_bytes`` (1 MiB, the
+    producer's ``max_request_size`` too), and messages with many headers, are all dead-lettered:
+    cut to fit the producer's limit with room for the headers, and the headers say so."""
+    topic = unique("large")
+    create_topic(kafka_broker, topic, partitions=1, config={"max.message.bytes": str(16 * 1024 * 1024)})
+    limit = 1_048_576
+    many = [(f"h{i}", b"x" * 1000) for i in range(300)]       # 300 kB of headers
+    too_many = [(f"h{i}", b"y" * 1000) for i in range(1100)]  # more headers than fit in a record
+    bad = [  # (expected reason, key, value, headers)
+        ("malformed_json", b"b-under", b'{"text": "' + b"a" * (limit - 11), []),
+        ("not_utf8", b"b-at", b"\xff" * limit, []),
+        ("oversized", b"b-over", b"z" * (limit + 1), []),
+        ("oversized", b"b-far-over", b"z" * (3 * limit), []),
+        ("not_utf8", b"b-headers" + b"k" * 2000, b"\xfe" * (limit - 2000), many),
+        ("not_utf8", b"b-too-many-headers", b"\xfe" * 10, too_many),
+        ("malformed_json", b"b-under-headers", b'{"text": "' + b"a" * (limit - 200), many[:20]),
+    ]
+    good = corpus_messages([d for d in corpus if len(d["text"]) < 5000][:len(bad) + 1])
+    messages = [good[0]]
+    for (_, key, value, headers), g in zip(bad, good[1:]):
+        messages += [(key, value, headers), g]
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, dead_letter_topic=topic + "-dead",
+                         poll_records=3)
+    assert config.max_message_bytes == limit == DEFAULT_MAX_REQUEST_SIZE
+
+    service = run_consumer(config)
+
+    letters = read_topic(kafka_broker, config.dead_letter_topic, expected=len(bad), timeout=90)
+    originals = {m[0]: (offset, m) for offset, m in enumerate(messages)}
+    assert sorted(letter.key for letter in letters) == sorted(key for _, key, _, _ in bad)
+    reasons = {key: reason for reason, key, _, _ in bad}
+    for letter in letters:
+        offset, (key, value, headers) = originals[letter.key]
+        ours = {k[len("streamtopics."):]: v.decode() for k, v in letter.headers if k.startswith("streamtopics.")}
+        theirs = [(k, v) for k, v in letter.headers if not k.startswith("streamtopics.")]
+        assert ours["reason"] == reasons[letter.key] and int(ours["offset"]) == offset, ours
+        assert record_bytes(letter.key, letter.value, letter.headers) <= limit
+        assert value.startswith(letter.value)
+        if len(letter.value) < len(value):
+            assert ours["truncated"] == "true" and int(ours["original_bytes"]) == len(value), ours
+        if letter.key == b"b-too-many-headers":
+            assert theirs == [] and ours["headers_dropped"] == str(len(too_many))
+        else:
+            assert theirs == list(headers)
+    metrics = service.metrics.as_dict()
+    assert metrics["dead_letters"] == len(bad) and metrics["output_errors"] == 0
+    assert service.model.documents_absorbed == len(good)
+    assert committed_offsets(kafka_broker, config.group_id, topic) == {0: len(messages)}
+
+
+def test_an_undeliverable_dead_letter_stops_the_consumer_before_its_offset(
+        kafka_broker, corpus, vocabulary, vocabulary_file, tmp_path):
+    """Issue 15, item 2: a dead letter the broker refuses (the dead-letter topic's
+    ``max.message.bytes`` is tiny) is not counted as sent, and neither a checkpoint nor a commit
+    passes over its message: the consumer stops with DeadLetterUndelivered. Once the topic is
+    fixed, a restart delivers it and goes on with nothing lost or counted twice."""
+    topic, dead = unique("undeliverable"), unique("tiny-dead")
+    create_topic(kafka_broker, topic, partitions=1)
+    create_topic(kafka_broker, dead, partitions=1, config={"max.message.bytes": "200"})
+    docs = [d for d in corpus if len(d["text"]) < 5000][:100]
+    messages = corpus_messages(docs)
+    bad_offset = 50
+    messages.insert(bad_offset, (b"b-latin1", "caf\xe9".encode("latin-1")))
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, dead_letter_topic=dead,
+                         poll_records=10, checkpoint_every_messages=20)
+
+    service = TopicModelConsumer(config)
+    with pytest.raises(DeadLetterUndelivered, match=dead):
+        service.run()
+
+    metrics = service.metrics.as_dict()
+    assert metrics["dead_letters"] == 0 and metrics["output_errors"] == 1
+    assert committed_offsets(kafka_broker, config.group_id, topic).get(0, 0) <= bad_offset
+    _, offsets = final_model(tmp_path / "checkpoints")
+    assert 0 < offsets[(topic, 0)] <= bad_offset
+    assert read_topic(kafka_broker, dead, expected=0, timeout=5) == []
+
+    alter_topic(kafka_broker, dead, {"max.message.bytes": "1048588"})
+    service = run_consumer(config)
+    letters = read_topic(kafka_broker, dead, expected=1)
+    assert [(letter.key, dict(letter.headers)["streamtopics.offset"]) for letter in letters] == [
+        (b"b-latin1", str(bad_offset).encode())]
+    assert committed_offsets(kafka_broker, config.group_id, topic) == {0: len(messages)}
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == {(topic, 0): len(messages)}
+    assert_same_statistics(model, reference_model(docs, vocabulary), exact=True)
+
+
 def test_a_restarted_consumer_keeps_its_refresh_schedule(kafka_broker, corpus, vocabulary_file, tmp_path):
     """Issue 15, item 4: the schedule counts from the last refresh saved in the state, not from
     the documents absorbed at start-up, so a consumer restarted more often than every N
@@ -257,14 +364,8 @@ def test_broker_restart_mid_stream_loses_nothing(kafka_broker, corpus, reference
     produce(kafka_broker, topic, corpus_messages(corpus[:half]))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, poll_records=50,
                          checkpoint_every_messages=300, reconnect_backoff_max_s=2.0)
-    service = TopicModelConsumer(config)
-    thread = threading.Thread(target=service.run, daemon=True)
-    thread.start()
+    service, thread = start_in_thread(config, absorbed=300)
     try:
-        deadline = time.monotonic() + 60
-        while service.model.documents_absorbed < 300:
-            assert thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
         kafka_broker.restart()
         produce(kafka_broker, topic, corpus_messages(corpus[half:]))
         deadline = time.monotonic() + 120
@@ -280,6 +381,38 @@ def test_broker_restart_mid_stream_loses_nothing(kafka_broker, corpus, reference
     assert offsets == offsets_of(topic, end_offsets(kafka_broker, topic, 2))
     assert_same_statistics(model, reference)
     assert service.metrics.checkpoints >= 3
+
+
+def test_the_offset_commit_is_bounded_while_the_broker_is_down(kafka_broker, corpus, reference, vocabulary_file,
+                                                              tmp_path):
+    """Issue 15, item 7: with the broker down, the commit after a checkpoint gives up after
+    ``commit_timeout_s`` (default 5 s) instead of holding the consumer for ``flush_timeout_s``
+    (60 s); the checkpoint is written first, so the next start resumes from it, not from the
+    commit that failed."""
+    topic = unique("commit")
+    create_topic(kafka_broker, topic, partitions=1)
+    produce(kafka_broker, topic, corpus_messages(corpus))
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, flush_timeout_s=60.0,
+                         checkpoint_every_messages=0, checkpoint_every_seconds=0.0)
+    service, thread = start_in_thread(config, absorbed=N_DOCS, timeout=120)
+    try:
+        kafka_broker.stop()
+        t0 = time.monotonic()
+        service.stop()  # the final checkpoint and its commit, with no broker to commit to
+        thread.join(timeout=120)
+        seconds = time.monotonic() - t0
+    finally:
+        service.stop()
+        kafka_broker.start()
+    assert not thread.is_alive()
+    assert seconds < 25, f"stopping took {seconds:.1f} s with the broker down"
+    assert service.metrics.as_dict()["commit_failures"] == 1
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == {(topic, 0): N_DOCS}  # checkpoint first: it holds everything absorbed
+    assert committed_offsets(kafka_broker, config.group_id, topic).get(0, 0) < N_DOCS
+    again = run_consumer(dataclasses.replace(config, stop_when_idle=1.0))
+    assert again.metrics.messages_consumed == 0  # resumes from the checkpoint, not the failed commit
+    assert_same_statistics(model, reference, exact=True)
 
 
 # --------------------------------------------------------------------------- corrupt checkpoints

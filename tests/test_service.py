@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import select
+import socket
 import time
 import warnings
 
@@ -289,6 +291,48 @@ def test_binding_over_real_http(served):
         assert httpx.get(url + "api/status").status_code == 401
         assert httpx.get(url + "api/status", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert not handle.thread.is_alive()
+
+
+def _closed_by_server(sock: socket.socket, wait: float) -> bool:
+    """Whether the server closed ``sock`` (EOF or reset) within ``wait`` seconds."""
+    readable, _, _ = select.select([sock], [], [], max(0.0, wait))
+    if not readable:
+        return False
+    try:
+        return sock.recv(4096) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_half_sent_requests_are_bounded_in_number_and_time(served):
+    """Issue 15, item 7: connections that never finish their request headers (slowloris) are
+    capped in number -- one more closes the one waiting longest -- and closed after the header
+    timeout, while a normal request is still answered. Loopback only, 200 connections."""
+    source = served[1]
+    cap, header_timeout, n = 20, 3.0, 200
+    with serve_in_thread(create_app(source), "127.0.0.1", 0, header_timeout=header_timeout,
+                         max_connections=cap) as handle:
+        half = []
+        try:
+            for i in range(n):
+                sock = socket.create_connection(("127.0.0.1", handle.port), timeout=10)
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"x" * i)  # never ends
+                half.append(sock)
+            last_opened = time.monotonic()
+            response = httpx.get(handle.url + "api/snapshot", timeout=10)  # a real request gets through
+            assert response.status_code == 200 and response.json()["version"] == 2
+            # at most `cap` are open at once: the others were closed as newer ones came
+            closed = [sock for sock in half if _closed_by_server(sock, 0.5)]
+            assert len(closed) >= n - cap, len(closed)
+            # and every one is closed within the header timeout (a little slack for a busy machine)
+            deadline = last_opened + header_timeout + 5.0
+            still_open = [sock for sock in half if sock not in closed
+                          and not _closed_by_server(sock, deadline - time.monotonic())]
+            assert not still_open, f"{len(still_open)} half-sent connections outlived the header timeout"
+            assert httpx.get(handle.url + "healthz", timeout=10).status_code == 200
+        finally:
+            for sock in half:
+                sock.close()
 
 
 def test_parse_address():

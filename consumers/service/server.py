@@ -1,6 +1,20 @@
 """Serving the monitoring service: parse and check the address (loopback unless allowed),
 bind, and run uvicorn in this thread (:func:`serve`) or in a background one
-(:func:`serve_in_thread`)."""
+(:func:`serve_in_thread`).
+
+Bounds on what clients can hold (uvicorn has no header-read timeout; its ``limit_concurrency``
+answers 503 to everyone once slow clients fill it, so it is not used):
+
+* a client must finish sending a request's headers within ``header_timeout`` seconds
+  (:data:`HEADER_TIMEOUT_S`) of connecting or of its previous response, else the connection
+  is closed -- a trickle of bytes does not extend it; idle keep-alive connections close after
+  :data:`KEEP_ALIVE_S`;
+* at most ``max_connections`` (:data:`MAX_CONNECTIONS`) connections are open: one more closes
+  the connection that has waited longest for its request headers (half-sent or idle), so slow
+  or idle clients can never lock out a real request; if every connection is busy with a
+  request, the new one is closed at once;
+* a request head (request line and headers) is at most :data:`MAX_HEADER_BYTES` (larger: 400).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +31,14 @@ log = logging.getLogger("consumers.service")
 
 DEFAULT_PORT = 8765
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+#: Seconds a client has to send a request's headers (after connecting or after a response).
+HEADER_TIMEOUT_S = 10.0
+#: Most connections open at once (see the module docstring for what happens beyond).
+MAX_CONNECTIONS = 100
+#: Seconds an idle keep-alive connection stays open.
+KEEP_ALIVE_S = 5
+#: Largest request line and headers, in bytes.
+MAX_HEADER_BYTES = 16 * 1024
 
 
 def parse_address(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
@@ -87,9 +109,75 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(app, host: str, port: int, allow_remote: bool, log_level: str):
+def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
+    """uvicorn's h11 protocol with the header timeout and the connection cap of the module
+    docstring (a class to pass as ``uvicorn.Config(http=...)``)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    if not header_timeout > 0 or max_connections < 1:
+        raise ValueError("header_timeout must be positive and max_connections at least 1")
+
+    class BoundedH11Protocol(H11Protocol):
+        _header_timer = None
+        _waiting_since = 0.0
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+            open_ = [c for c in self.connections if not c.transport.is_closing()]
+            if len(open_) > max_connections:
+                waiting = [c for c in open_ if c is not self and isinstance(c, BoundedH11Protocol) and c._waiting()]
+                victim = min(waiting, key=lambda c: c._waiting_since) if waiting else self
+                log.debug("%d connections open: closing %s", len(open_), victim.client)
+                victim._close()
+
+        def _waiting(self) -> bool:
+            """Waiting for a request's headers (none yet, some, or idle after a response)."""
+            return self.conn.their_state is h11.IDLE
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._waiting_since = self.loop.time()
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self._waiting():
+                self._close()
+
+        def _close(self) -> None:
+            self._disarm()
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if not self._waiting():
+                self._disarm()  # the headers are in: the request is the app's now
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._waiting() and not self.transport.is_closing():
+                self._arm()  # the next request's headers get the same time
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return BoundedH11Protocol
+
+
+def _server(app, host: str, port: int, allow_remote: bool, log_level: str, header_timeout: float = HEADER_TIMEOUT_S,
+            max_connections: int = MAX_CONNECTIONS):
     import uvicorn
 
+    protocol = bounded_protocol(header_timeout, max_connections)
     check_bind(app, host, allow_remote)
     sock = _bind(host, port)
     port = sock.getsockname()[1]
@@ -97,7 +185,8 @@ def _server(app, host: str, port: int, allow_remote: bool, log_level: str):
         names = {"localhost", "127.0.0.1", "[::1]"}
         app.state.allowed_hosts = names | {f"{n}:{port}" for n in names}
     config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=2, server_header=False)
+                            timeout_graceful_shutdown=2, server_header=False, http=protocol,
+                            timeout_keep_alive=KEEP_ALIVE_S, h11_max_incomplete_event_size=MAX_HEADER_BYTES)
     return uvicorn.Server(config), sock, port
 
 
@@ -109,10 +198,12 @@ def _url(host: str, port: int) -> str:
 
 
 def serve_in_thread(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
-                    log_level: str = "warning", timeout: float = 10.0) -> ServiceHandle:
+                    log_level: str = "warning", timeout: float = 10.0, header_timeout: float = HEADER_TIMEOUT_S,
+                    max_connections: int = MAX_CONNECTIONS) -> ServiceHandle:
     """Start uvicorn in a daemon thread (port 0: any free port); returns once it accepts
-    connections. Stop it with ``handle.stop()``."""
-    server, sock, port = _server(app, host, port, allow_remote, log_level)
+    connections. Stop it with ``handle.stop()``. ``header_timeout`` and ``max_connections``:
+    the bounds of the module docstring."""
+    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="streamtopics-service",
                               daemon=True)
     thread.start()
@@ -127,7 +218,8 @@ def serve_in_thread(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, a
 
 
 def serve(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
-          log_level: str = "info") -> None:
-    """Serve in the foreground until SIGINT/SIGTERM."""
-    server, sock, port = _server(app, host, port, allow_remote, log_level)
+          log_level: str = "info", header_timeout: float = HEADER_TIMEOUT_S,
+          max_connections: int = MAX_CONNECTIONS) -> None:
+    """Serve in the foreground until SIGINT/SIGTERM (bounds: the module docstring)."""
+    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections)
     server.run(sockets=[sock])
