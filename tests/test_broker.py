@@ -1,5 +1,6 @@
 """The project's real Kafka broker: topics, produce/consume round trip, restart mid-stream."""
 
+import time
 import uuid
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -14,6 +15,9 @@ def _create_topic(broker, name, partitions):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=30000)
     try:
         admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        deadline = time.monotonic() + 30  # the broker's metadata catches up with the creation
+        while name not in admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert name in admin.list_topics()
         (meta,) = admin.describe_topics([name])
         assert len(meta["partitions"]) == partitions
