@@ -13,16 +13,11 @@ suite's timings are printed, never asserted). After an intended change of qualit
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from suite_helpers import DATA, ROOT, run_quick_suite  # beside this file (conftest.py)
 
-ROOT = Path(__file__).resolve().parents[1]
 GUARD = ROOT / "benchmarks" / "peers" / "guard.json"
-DATA = ROOT.parent / "shared" / "data"
 PEERS = ("gensim", "sklearn", "river", "tomotopy")
 
 
@@ -32,11 +27,7 @@ def quick_suite(tmp_path_factory):
     for corpus in ("uci-kos", "20newsgroups-bydate"):
         if not (DATA / corpus).is_dir():
             pytest.fail(f"corpus {corpus} not found under {DATA}", pytrace=False)
-    result = subprocess.run([sys.executable, "-m", "benchmarks.peers", "--suite", "quick", "--out", str(out),
-                             "--cache", str(out / "cache")], cwd=ROOT, capture_output=True, text=True,
-                            timeout=1200, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    print(result.stdout[-4000:])  # the figures, for the CI log
+    run_quick_suite("benchmarks.peers", out, timeout=1200)
     return json.loads((out / "results-quick.json").read_text()), out
 
 

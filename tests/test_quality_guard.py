@@ -12,16 +12,11 @@ quick suite and update guard.json.
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from suite_helpers import DATA, ROOT, run_quick_suite  # beside this file (conftest.py)
 
-ROOT = Path(__file__).resolve().parents[1]
 GUARD = ROOT / "benchmarks" / "quality" / "guard.json"
-DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +25,7 @@ def quick_suite(tmp_path_factory):
     corpus = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
     if not corpus.is_file():
         pytest.fail(f"corpus file {corpus} not found", pytrace=False)
-    result = subprocess.run([sys.executable, "-m", "benchmarks.quality", "--suite", "quick", "--out", str(out),
-                             "--cache", str(out / "cache")], cwd=ROOT, capture_output=True, text=True,
-                            timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    print(result.stdout[-4000:])  # the tables, for the CI log
+    run_quick_suite("benchmarks.quality", out, timeout=600)
     return json.loads((out / "quick.json").read_text())
 
 
