@@ -4,6 +4,11 @@ A document's mixture gamma minimises KL(f_d || A gamma) over the simplex, f_d = 
 multiplicative update ``gamma_k <- gamma_k * sum_j f_dj A_jk / (A gamma)_j``: the EM fixed point
 of a mixture with known components, which never leaves the simplex and never increases the KL.
 Inference is pure: it reads the topic matrix and changes nothing.
+
+The kernels may reassociate their sums over topics (``fastmath={"reassoc"}``): that lets the
+compiler vectorise the dot products, about twice as fast at K = 100; the order then depends on the
+CPU's vector width, so results are deterministic on one machine but may differ from another in the
+last bits.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from numba import njit, prange
 from .documents import DocumentBatch
 
 
-@njit(cache=True, nogil=True)
+REASSOCIATE = {"reassoc"}  # numba fastmath flags of the sums over topics (see the module docstring)
+
+
+@njit(cache=True, nogil=True, fastmath=REASSOCIATE)
 def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
     """Multiplicative updates of one document's mixture ``gamma`` (in place) from where it
     stands; returns the number of updates run."""

@@ -103,7 +103,7 @@ class RefreshState:
                 topic_word /= topic_word.sum(axis=0, keepdims=True)
             shape = np.asarray(result.alpha, dtype=np.float64)
             shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
-            scale, _ = choose_alpha_scale(topic_word, shape, reservoir)
+            scale, _ = choose_alpha_scale(topic_word, shape, refinement.held_out)
             background = None if result.background is None else refinement.topic_word[:, config.n_topics]
             result = dataclasses.replace(result, topic_word=topic_word, alpha=scale * shape, background=background)
         t_refine = time.perf_counter() - t_refine

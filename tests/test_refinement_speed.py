@@ -2,11 +2,11 @@
 KL-tEM monotone, stopping once the held-out score has peaked, and one mixture fit per alpha search."""
 
 import numpy as np
+import pytest
 
 from streamtopics.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
-from streamtopics.refinement import (_log_likelihood, choose_alpha_scale, completion_log_likelihood, kl_tem_step,
-                                     refine_topics, split_for_completion)
+from streamtopics.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, kl_tem_step, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 
@@ -53,11 +53,29 @@ def test_refinement_stops_once_the_heldout_score_has_peaked_and_keeps_the_best()
         assert len(trace) - 1 - best == patience and max(trace[best + 1:]) < trace[best]  # stopped early
 
 
-def test_alpha_search_scores_each_scale_as_completion_does():
-    truth, docs, _ = _corpus()
-    shape = np.array([0.4, 0.3, 0.2, 0.1])
-    scale, scores = choose_alpha_scale(truth.topic_word, shape, docs, scales=(0.1, 1.0, 10.0))
-    observed, held = split_for_completion(docs)
-    for c, score in scores.items():
-        assert score == completion_log_likelihood(observed, held, truth.topic_word, c * shape)
-    assert scores[scale] == max(scores.values())
+def _reference_completion(observed, held, topics, gamma, alpha):
+    """Held-out log-likelihood per token, one document at a time in plain numpy."""
+    total = tokens = 0.0
+    for d in range(len(observed)):
+        n_obs = observed.counts[observed.indptr[d]:observed.indptr[d + 1]].sum()
+        mixture = (n_obs * gamma[d] + alpha) / (n_obs + alpha.sum())
+        ids, counts = held.indices[held.indptr[d]:held.indptr[d + 1]], held.counts[held.indptr[d]:held.indptr[d + 1]]
+        total += float(counts @ np.log(np.maximum(topics[ids] @ mixture, 1e-9)))
+        tokens += counts.sum()
+    return total / tokens
+
+
+def test_alpha_search_scores_each_scale_on_the_refinements_held_out_documents():
+    _, docs, rough = _corpus()
+    refined = refine_topics(rough, docs, iterations=4)
+    held_out = refined.held_out
+    for topics in (refined.topic_word, refined.topic_word[:, :3] / refined.topic_word[:, :3].sum(axis=0)):
+        k = topics.shape[1]  # 3: a (background) column dropped after refinement
+        shape = np.arange(k, 0, -1) / np.arange(k, 0, -1).sum()
+        scale, scores = choose_alpha_scale(topics, shape, held_out, scales=(0.1, 1.0, 10.0))
+        start = held_out.mixtures[:, :k] / held_out.mixtures[:, :k].sum(axis=1, keepdims=True)
+        gamma = infer_mixtures(held_out.observed, topics, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
+        for c, score in scores.items():
+            assert score == pytest.approx(_reference_completion(held_out.observed, held_out.held, topics, gamma,
+                                                                c * shape), rel=1e-12)
+        assert scores[scale] == max(scores.values())
