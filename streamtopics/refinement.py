@@ -41,7 +41,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
@@ -167,12 +167,48 @@ def _log_likelihood(indptr, indices, counts, topic_word, gamma):
     return total, tokens
 
 
-@njit(cache=True, nogil=True, fastmath=REASSOCIATE)
-def _m_step(indptr, indices, counts, topic_word, gamma, out):
-    k = topic_word.shape[1]
+@dataclass(frozen=True)
+class WordMajor:
+    """A batch's tokens grouped by word: ``docs[ptr[j]:ptr[j+1]]`` are the documents holding word
+    ``j``, ``counts`` their counts. The M-step runs over words in parallel on it: each word's row
+    of the new topic matrix is one thread's, so no two threads write the same entry and the sums
+    run in the same order whatever the number of threads."""
+    ptr: np.ndarray
+    docs: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, batch: DocumentBatch, n_words: int) -> "WordMajor":
+        return cls(*_group_by_word(batch.indptr, batch.indices, batch.counts, n_words))
+
+
+@njit(cache=True, nogil=True)
+def _group_by_word(indptr, indices, counts, n_words):
+    """A counting sort of the tokens by word, documents in order within a word."""
+    ptr = np.zeros(n_words + 1, np.int64)
+    for j in indices:
+        ptr[j + 1] += 1
+    for j in range(n_words):
+        ptr[j + 1] += ptr[j]
+    fill = ptr[:-1].copy()
+    docs = np.empty(indices.size, np.int64)
+    grouped = np.empty(indices.size, np.float64)
     for d in range(indptr.size - 1):
         for p in range(indptr[d], indptr[d + 1]):
             j = indices[p]
+            docs[fill[j]] = d
+            grouped[fill[j]] = counts[p]
+            fill[j] += 1
+    return ptr, docs, grouped
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
+def _m_step(ptr, docs, counts, topic_word, gamma, out):
+    """``out_jk = sum_d H_dj A_jk gamma_dk / (A gamma_d)_j``, one word per iteration."""
+    k = topic_word.shape[1]
+    for j in prange(ptr.size - 1):
+        for p in range(ptr[j], ptr[j + 1]):
+            d = docs[p]
             fhat = 0.0
             for a in range(k):
                 fhat += topic_word[j, a] * gamma[d, a]
@@ -184,17 +220,20 @@ def _m_step(indptr, indices, counts, topic_word, gamma, out):
 
 
 def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None, prior=None,
-                updates: int = E_UPDATES, smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                updates: int = E_UPDATES, smoothing: float = 0.0,
+                by_word: WordMajor | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One E-step and M-step of KL-tEM over ``batch``; returns the new V x K topic matrix and the
     mixtures. The E-step is ``updates`` multiplicative updates from ``mixtures`` (the previous
     iteration's; None: from ``prior``): each update raises the same likelihood the M-step raises,
     so a partial, warm-started E-step keeps EM monotone at a fraction of a converged one's cost.
     ``smoothing`` is a pseudo-count added to every word of every topic in the M-step (MAP under
     a symmetric Dirichlet(1 + smoothing) prior on the topics): EM on a sample otherwise drives the
-    topic's probability of every word the sample did not give it to exactly 0."""
+    topic's probability of every word the sample did not give it to exactly 0. ``by_word`` is
+    ``WordMajor.of(batch, V)``, built once for all the iterations over one batch."""
     mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures)
+    by_word = WordMajor.of(batch, topic_word.shape[0]) if by_word is None else by_word
     out = np.zeros_like(topic_word)
-    _m_step(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, out)
+    _m_step(by_word.ptr, by_word.docs, by_word.counts, topic_word, mixtures, out)
     if smoothing > 0:
         out[:, out.sum(axis=0) > 0] += smoothing
     sums = out.sum(axis=0)
@@ -233,11 +272,11 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     held_rows = np.arange(0, n, holdout_every)
     fit = reservoir.select(np.setdiff1d(np.arange(n), held_rows))
     observed, held = split_for_completion(reservoir.select(held_rows))
-    current, mixtures = seed, None
+    current, mixtures, by_word = seed, None, WordMajor.of(fit, seed.shape[0])
     held_mixtures = infer_mixtures(observed, seed, None, max_iter=100, tol=1e-5)
     best = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
     for it in range(1, iterations + 1):
-        current, mixtures = kl_tem_step(fit, current, mixtures, prior, smoothing=smoothing)
+        current, mixtures = kl_tem_step(fit, current, mixtures, prior, smoothing=smoothing, by_word=by_word)
         # the held-out mixtures follow the iterates as the fitted ones do (warm, a few updates)
         held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures)
         best.heldout.append(_completion_score(observed, held, current, held_mixtures))

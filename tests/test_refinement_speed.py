@@ -79,3 +79,16 @@ def test_alpha_search_scores_each_scale_on_the_refinements_held_out_documents():
             assert score == pytest.approx(_reference_completion(held_out.observed, held_out.held, topics, gamma,
                                                                 c * shape), rel=1e-12)
         assert scores[scale] == max(scores.values())
+
+
+def test_the_m_step_is_the_em_update_of_the_multinomial_mixture():
+    _, docs, topics = _corpus()
+    start = infer_mixtures(docs, topics, None, max_iter=3, tol=0.0)
+    new_topics, mixtures = kl_tem_step(docs, topics, start, updates=2)
+    np.testing.assert_array_equal(mixtures, infer_mixtures(docs, topics, max_iter=2, tol=1e-5, start=start))
+    counts = np.zeros((len(docs), topics.shape[0]))  # dense reference: A_jk sum_d H_dj gamma_dk / (A gamma_d)_j
+    for d in range(len(docs)):
+        counts[d, docs.indices[docs.indptr[d]:docs.indptr[d + 1]]] = docs.counts[docs.indptr[d]:docs.indptr[d + 1]]
+    ratio = np.divide(counts, mixtures @ topics.T, out=np.zeros_like(counts), where=counts > 0)
+    expected = topics * (ratio.T @ mixtures)
+    np.testing.assert_allclose(new_topics, expected / expected.sum(axis=0), rtol=1e-10, atol=1e-15)
