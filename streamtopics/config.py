@@ -60,7 +60,7 @@ class ModelConfig:
     history_size: int = _setting(512, "Records kept by the topic history.")
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
     refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
-    reservoir_size: int = _setting(8000, "Documents kept for refinement.")
+    reservoir_size: int = _setting(16000, "Documents kept for refinement.")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
     admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
