@@ -55,7 +55,7 @@ from .sources.archive_file import ArchiveFile
 from .stream import StreamDriver
 from .work_units import SPLITTABLE_FORMATS, PartialRecipe, WorkUnit, absorb_piece, merge_partials, plan_units, scan_unit
 
-__all__ = ["DASK_MISSING", "DaskReplay", "DaskReplaySummary", "WINDOWS_AHEAD", "connect"]
+__all__ = ["DASK_MISSING", "DaskReplay", "DaskReplaySummary", "WINDOWS_AHEAD", "check_replayable", "connect"]
 
 DASK_MISSING = "the Dask replay needs dask.distributed: pip install 'streamtopics[dask]'"
 WINDOWS_AHEAD = 2  # windows absorbed beyond the one the client refreshes
@@ -161,13 +161,7 @@ class DaskReplay:
                             ("unit_size", unit_size)):
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive, got {value}")
-        _check_mergeable(model)
-        fmt = source.spec.get("format")
-        if fmt not in SPLITTABLE_FORMATS:
-            raise SourceError(f"the Dask replay splits {', '.join(SPLITTABLE_FORMATS)} archives into work units, "
-                              f"not {fmt}: replay this one without Dask")
-        if source.position:
-            raise ValueError("the Dask replay reads an archive from its start")
+        check_replayable(model, source)
         self.model, self.source, self.out_dir, self.client = model, source, Path(out_dir), client
         self.every_documents, self.every_seconds = every_documents, every_seconds
         self.unit_size = unit_size
@@ -434,8 +428,16 @@ def _second(pair):
     return pair[1]
 
 
-def _check_mergeable(model: StreamingTopicModel) -> None:
-    """Refuse models whose state depends on the order of the whole stream."""
+def check_replayable(model: StreamingTopicModel, source: Source) -> None:
+    """What the Dask replay refuses, before any cluster is started: a source it cannot split
+    (:class:`SourceError`), one not at its start, a model used before, or one whose state depends
+    on the order of the whole stream (ValueError)."""
+    fmt = source.spec.get("format")
+    if fmt not in SPLITTABLE_FORMATS:
+        raise SourceError(f"the Dask replay splits {', '.join(SPLITTABLE_FORMATS)} archives into work units, "
+                          f"not {fmt}: replay this one without --dask")
+    if source.position:
+        raise ValueError("the Dask replay reads an archive from its start")
     refused = [name for name, on in (
         ("half_life (forgetting)", model.half_life is not None), ("window", model.window is not None),
         ("max_vocabulary (open vocabulary)", model.max_vocabulary is not None),
