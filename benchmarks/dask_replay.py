@@ -90,7 +90,8 @@ def project(run: dict, state_bytes: float, network_bytes_per_s: float, machines:
               "merge bandwidth (the client adding and receiving one state per window)":
                   run["merge_s"] + run["windows"] * state_bytes / network_bytes_per_s}
     client_s = sum(client.values())
-    bottleneck = "archive reading and absorbing on the workers" if workers_s >= client_s else max(client, key=client.get)
+    bottleneck = ("archive reading and absorbing on the workers" if workers_s >= client_s
+                  else max(client, key=client.get))
     return run["documents"] / (run["warmup_s"] + max(workers_s, client_s)), bottleneck
 
 
@@ -113,7 +114,8 @@ def main() -> None:
               f"K = {args.topics}, V = {args.vocabulary_size:,}, a snapshot every {args.snapshot_every:,} documents")
         runs = {"sequential": sequential(args, archive, tmp / "sequential")}
         for workers in (1, 2):
-            runs[f"dask, {workers} worker{'s' * (workers > 1)}"] = distributed_run(args, archive, tmp / f"dask{workers}", workers)
+            name = f"dask, {workers} worker{'s' * (workers > 1)}"
+            runs[name] = distributed_run(args, archive, tmp / f"dask{workers}", workers)
     print(f"\n{'replay':<18} {'docs/s':>9} {'wall s':>8} {'refresh s':>10} {'merge s':>8} {'wait s':>7}  "
           "worker task s (scan / absorb / merge), transfers s")
     for name, run in runs.items():

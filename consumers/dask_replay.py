@@ -66,7 +66,7 @@ def connect(scheduler: str):
     ``local:N`` (a ``LocalCluster`` of N single-threaded worker processes, closed with the
     client). ImportError naming the ``dask`` extra when dask.distributed is missing."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise ImportError(DASK_MISSING) from None
     if scheduler.startswith("local:"):
@@ -76,19 +76,9 @@ def connect(scheduler: str):
             n_workers = 0
         if n_workers < 1:
             raise ValueError(f"bad scheduler {scheduler!r}: local:N needs a number of workers N >= 1")
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0")
-        client = Client(cluster)
-        client.close = _closing_cluster(client.close, cluster)
-        return client
+        # a Client given cluster arguments starts its own LocalCluster and closes it with itself
+        return Client(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(scheduler)
-
-
-def _closing_cluster(close, cluster):
-    def close_both(*args, **kwargs):
-        close(*args, **kwargs)
-        cluster.close()
-    return close_both
 
 
 @dataclass

@@ -124,7 +124,8 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
         raise BadInput(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
     try:
         workers = client.nthreads()
-        console.echo(f"Dask: {len(workers)} workers ({sum(workers.values())} threads); dashboard {client.dashboard_link}")
+        console.echo(f"Dask: {len(workers)} workers ({sum(workers.values())} threads); "
+                     f"dashboard {client.dashboard_link}")
         console.bar = tqdm(desc="replay", unit="docs", disable=not sys.stdout.isatty() or console.quiet,
                            dynamic_ncols=True, leave=False)
 
