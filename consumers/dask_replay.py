@@ -51,7 +51,7 @@ from .checkpoint import ArchivePosition, CheckpointStore
 from .records import Malformed, Source, SourceError
 from .replay import ReplaySummary, checkpoint_dir
 from .snapshot_directory import SnapshotDirectory
-from .sources.archive_file import ArchiveFile
+from .sources.archive_file import ArchiveError, ArchiveFile
 from .stream import StreamDriver
 from .work_units import SPLITTABLE_FORMATS, PartialRecipe, WorkUnit, absorb_piece, merge_partials, plan_units, scan_unit
 
@@ -163,11 +163,6 @@ class DaskReplay:
         self.latest_interval: int | None = None  # the latest stream-time interval (RefreshGrid.bucket)
         self._total: int | None = None  # documents in the archive, once every unit is scanned
 
-    @property
-    def dashboard(self) -> str | None:
-        """The address of the cluster's Dask dashboard."""
-        return self.client.dashboard_link
-
     # ------------------------------------------------------------------ run
     def run(self) -> DaskReplaySummary:
         """Replay the whole archive; then checkpoint, as a sequential replay does at its end."""
@@ -227,6 +222,7 @@ class DaskReplay:
                 if not isinstance(item, Malformed):
                     break
                 warmup.before_next = self.source.position
+        items.close()  # the source's file; the workers read on from warmup.after
         return warmup
 
     def _observe_interval(self, warmup: _Warmup, timestamp: float | None) -> None:
@@ -251,11 +247,15 @@ class DaskReplay:
         """About how many positions the archive has (files; lines for the others)."""
         if self.source.spec["format"] == "dir":
             return self.source.progress()[1]
-        archive = ArchiveFile(Path(self.source.spec["path"]))
+        archive, lines = ArchiveFile(Path(self.source.spec["path"])), 0
         try:
-            return sum(block.count(b"\n") for block in archive.blocks())
+            for block in archive.blocks():
+                lines += block.count(b"\n")
+        except ArchiveError:
+            pass  # a truncated archive: the unit holding the break reports it
         finally:
             archive.close()
+        return lines
 
     def _replay_units(self, warmup: _Warmup, summary: DaskReplaySummary) -> tuple[int, int]:
         """Steps 2 to 4; returns the position at the end of the archive and the documents at the

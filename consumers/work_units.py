@@ -98,12 +98,15 @@ def plan_units(start: int, total: int, size: int) -> list[WorkUnit]:
 
 
 def _items(spec: dict, start: int, stop: int | None):
-    """``(item, position after it)`` for the items of the source from ``start`` on, up to ``stop``."""
+    """``(item, position after it)`` for the items of the source after ``start``, up to ``stop``.
+    (A truncated archive is reported at the position where it breaks off whatever the start: only
+    the unit holding that position yields it.)"""
     source = open_source(**spec, start=start)
     for item in source:
         if stop is not None and source.position > stop:
             return
-        yield item, source.position
+        if source.position > start:
+            yield item, source.position
 
 
 def scan_unit(spec: dict, unit: WorkUnit, every_seconds: float | None) -> tuple[UnitScan, np.ndarray]:

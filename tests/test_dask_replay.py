@@ -145,6 +145,32 @@ def test_a_worker_killed_mid_run_costs_only_its_units(archive, client, tmp_path)
     assert_same_final_statistics(tmp_path / "sequential", tmp_path / "dask")
 
 
+@pytest.mark.parametrize("shape", ["truncated-gzip", "directory"])
+def test_other_archive_shapes_split_the_same_way(archive, client, tmp_path, shape):
+    """A gzip archive cut short (each unit decompresses from the start; the break is reported once)
+    and a directory of one document per file (units are ranges of files)."""
+    if shape == "truncated-gzip":
+        compressed = gzip.compress(archive.read_bytes(), mtime=0)
+        path = tmp_path / "cut.jsonl.gz"
+        path.write_bytes(compressed[: len(compressed) * 4 // 5])
+        fields = FIELDS
+    else:
+        path = tmp_path / "stories"
+        path.mkdir()
+        for i, line in enumerate(archive.read_text(encoding="utf-8").splitlines()[:1500]):
+            if line.startswith("{\""):
+                row = json.loads(line)
+                (path / f"{i:05d}.txt").write_text(f"{row.get('title', '')}\n{row.get('body', '')}", encoding="utf-8")
+        fields = {}
+    expected = Replay(new_model(), open_source(str(path), **fields), tmp_path / "sequential", every_documents=400).run()
+    actual = DaskReplay(new_model(), open_source(str(path), **fields), tmp_path / "dask", client, unit_size=350,
+                        every_documents=400).run()
+    assert assert_same_snapshots(tmp_path / "sequential", tmp_path / "dask") >= 3
+    assert (actual.documents, actual.malformed) == (expected.documents, expected.malformed)
+    if shape == "truncated-gzip":
+        assert actual.malformed["truncated_archive"] == 1 and actual.units >= 6
+
+
 def test_the_cli_replays_on_a_local_cluster_and_prints_the_dashboard(archive, tmp_path):
     options = ["--text-field", "title", "--text-field", "body", "--time-field", "date",
                "--time-format", "%d-%b-%Y %H:%M:%S.%f", "--topics", "6", "--vocabulary-size", "800",
