@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
-from ..replay import Replay, checkpoint_dir, restore_checkpoint
+from ..replay import Replay, ReplaySummary, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
@@ -26,13 +27,10 @@ def _prepare_out(out: Path, force: bool) -> None:
         path.unlink()
 
 
-def run_replay(console: Console, replay: Replay, label: str, stop_after: int | None,
-               show_topics: bool, words: int, out: Path, live=None) -> None:
-    """Run with progress, events as they happen, a clean stop on Ctrl-C, and a summary.
-    ``live``: a :class:`consumers.service.LiveSource` to publish snapshots and metrics to."""
-    def on_snapshot(snapshot: TopicSnapshot, path: Path) -> None:
-        if live is not None:
-            live.on_snapshot(snapshot, path, model=replay.model)
+def snapshot_printer(console: Console, show_topics: bool, words: int):
+    """``on_snapshot(snapshot, path)`` printing its heading, then its topic table (the first
+    snapshot, or all with ``show_topics``) or its events."""
+    def show(snapshot: TopicSnapshot, path: Path) -> None:
         console.info(snapshot_heading(snapshot, path))
         if show_topics or snapshot.version == 1:
             for row in topic_table(snapshot, words):
@@ -40,6 +38,41 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
         elif not console.quiet:
             for line in event_lines(snapshot):
                 console.echo(line)
+    return show
+
+
+def report_counts(console: Console, summary: ReplaySummary, name: str) -> None:
+    """The documents replayed, absorbed, rejected and malformed, by reason; BadInput if none was read."""
+    if summary.documents == 0 and not summary.malformed:
+        raise BadInput(f"{name}: no document found")
+    if summary.documents == 0:
+        raise BadInput(f"{name}: no readable record ({sum(summary.malformed.values()):,} malformed, "
+                       f"e.g. {next(iter(summary.malformed))!r})")
+    rejected = sum(summary.rejected.values())
+    malformed = sum(summary.malformed.values())
+    console.echo(f"replayed {summary.documents:,} documents from {name}: {summary.absorbed:,} absorbed, "
+                 f"{rejected:,} rejected, {malformed:,} malformed records skipped")
+    for title, counts in (("rejected", summary.rejected), ("malformed", summary.malformed)):
+        for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            console.echo(f"  {title:<9} {n:>8,}  {reason}")
+
+
+def report_snapshots(console: Console, out: Path) -> None:
+    snapshots = SnapshotDirectory(out).files()
+    if snapshots:
+        console.echo(f"snapshots: {len(snapshots)} in {out} ({snapshots[0].name} .. {snapshots[-1].name})")
+
+
+def run_replay(console: Console, replay: Replay, label: str, stop_after: int | None,
+               show_topics: bool, words: int, out: Path, live=None) -> None:
+    """Run with progress, events as they happen, a clean stop on Ctrl-C, and a summary.
+    ``live``: a :class:`consumers.service.LiveSource` to publish snapshots and metrics to."""
+    show = snapshot_printer(console, show_topics, words)
+
+    def on_snapshot(snapshot: TopicSnapshot, path: Path) -> None:
+        if live is not None:
+            live.on_snapshot(snapshot, path, model=replay.model)
+        show(snapshot, path)
 
     replay.on_snapshot, replay.on_malformed = on_snapshot, console.malformed
     interrupted = []
@@ -59,29 +92,64 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
     finally:
         if live is not None:
             live.finish()
-    if summary.documents == 0 and not summary.malformed:
-        raise BadInput(f"{replay.source.name}: no document found")
-    if summary.documents == 0:
-        raise BadInput(f"{replay.source.name}: no readable record ({sum(summary.malformed.values()):,} malformed, "
-                       f"e.g. {next(iter(summary.malformed))!r})")
-    rejected = sum(summary.rejected.values())
-    malformed = sum(summary.malformed.values())
+    report_counts(console, summary, replay.source.name)
     echo = console.echo
-    echo(f"replayed {summary.documents:,} documents from {replay.source.name}: {summary.absorbed:,} absorbed, "
-         f"{rejected:,} rejected, {malformed:,} malformed records skipped")
-    for title, counts in (("rejected", summary.rejected), ("malformed", summary.malformed)):
-        for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            echo(f"  {title:<9} {n:>8,}  {reason}")
     echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
          f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
          f"checkpoints {summary.checkpoint_s:.1f} s)")
-    snapshots = SnapshotDirectory(out).files()
-    if snapshots:
-        echo(f"snapshots: {len(snapshots)} in {out} ({snapshots[0].name} .. {snapshots[-1].name})")
+    report_snapshots(console, out)
     if summary.stopped:
         echo(f"stopped after {summary.documents:,} documents; continue with: streamtopics replay --resume --out {out}")
     if interrupted:
         raise click.exceptions.Exit(130)
+
+
+def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: Path, scheduler: str,
+                    every_documents: int | None, every_seconds: float | None, show_topics: bool, words: int) -> None:
+    """The replay on a Dask cluster (:mod:`consumers.dask_replay`): the dashboard address first,
+    a progress bar over documents, events as snapshots come, and the summary."""
+    from tqdm import tqdm
+
+    from ..dask_replay import DaskReplay, check_replayable, connect
+
+    try:
+        check_replayable(model, source)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+    try:
+        client = connect(scheduler)
+    except ImportError as error:
+        raise BadInput(str(error)) from None
+    except (OSError, ValueError) as error:
+        raise BadInput(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
+    try:
+        workers = client.nthreads()
+        console.echo(f"Dask: {len(workers)} workers ({sum(workers.values())} threads); "
+                     f"dashboard {client.dashboard_link}")
+        console.bar = tqdm(desc="replay", unit="docs", disable=not sys.stdout.isatty() or console.quiet,
+                           dynamic_ncols=True, leave=False)
+
+        def on_progress(documents: int, total: int | None) -> None:
+            console.bar.total = total
+            console.bar.n = documents
+            console.bar.refresh()
+
+        engine = DaskReplay(model, source, out, client, every_documents=every_documents, every_seconds=every_seconds,
+                            on_snapshot=snapshot_printer(console, show_topics, words),
+                            on_malformed=console.malformed, on_progress=on_progress)
+        try:
+            summary = engine.run()
+        finally:
+            console.bar.close()
+            console.bar = None
+    finally:
+        client.close()
+    report_counts(console, summary, source.name)
+    console.echo(f"this run: {summary.documents:,} documents in {summary.elapsed_s:.1f} s "
+                 f"({summary.documents / max(summary.elapsed_s, 1e-9):,.0f} docs/s on {summary.units} units, "
+                 f"{summary.pieces} pieces; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s, "
+                 f"merges {summary.merge_s:.1f} s, waiting for workers {summary.wait_s:.1f} s)")
+    report_snapshots(console, out)
 
 
 @click.command()
@@ -117,10 +185,13 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
 @serve_options
 @click.option("--keep-serving", is_flag=True, help="With --serve: keep serving after the replay ends, until Ctrl-C.")
+@click.option("--dask", "dask_scheduler", metavar="SCHEDULER",
+              help="Replay on a Dask cluster: tcp://HOST:8786 (a running `dask scheduler`) or local:N (N worker "
+                   "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
            snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, stop_words_file,
            max_df, min_df, match_threshold, half_life, half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
-           allow_remote, keep_serving):
+           allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -134,9 +205,16 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
       streamtopics replay reuters21578.jsonl.gz --time-field date \\
           --time-format '%d-%b-%Y %H:%M:%S.%f' --half-life-time 30d --snapshot-interval 7d
       streamtopics replay --resume --out runs/news
+      streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 20000 --dask local:4
     """
     console = Console(quiet)
     kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    if dask_scheduler:
+        clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
+                                             ("--checkpoint-every", checkpoint_every), ("--serve", serve_at),
+                                             ("--half-life", half_life), ("--half-life-time", half_life_time)) if given]
+        if clashing:
+            raise click.UsageError(f"--dask replays a whole archive with exact sums: drop {', '.join(clashing)}")
     if resume:
         restored = restore_checkpoint(out)  # the newest good one: damaged ones are set aside
         opened = None
@@ -162,6 +240,10 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
                                     **forgetting, **topic_settings(stop_words_file, max_df, min_df, match_threshold))
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
+        if dask_scheduler:
+            run_dask_replay(console, model, opened, out, dask_scheduler, snapshot_every, snapshot_interval,
+                            show_topics, words)
+            return
         engine = Replay(model, opened, out, every_documents=snapshot_every, every_seconds=snapshot_interval,
                         speed=speed, checkpoint_every=checkpoint_every)
     paced = engine.speed is not None  # a paced replay may rightly wait minutes between documents
