@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import select
+import shutil
 import socket
 import time
 import warnings
@@ -17,11 +20,14 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
     from starlette.testclient import TestClient
 
 from consumers.metrics import ServiceMetrics
+from consumers.run_record import RUN_RECORD
 from consumers.service import (
     MAX_LIMIT, MAX_TOP_N, LiveSource, SnapshotDirectorySource, create_app, openapi_schema, parse_address,
     serve_in_thread,
 )
-from streamtopics import StreamingTopicModel
+from consumers.service.topic_source import REPRESENTATIVE_CHARS
+from run_helpers import EMPTY_DOCUMENTS, MALFORMED_LINES, add_labels, finished_run
+from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 N_WORDS, N_TOPICS = 60, 4
@@ -409,3 +415,120 @@ def test_two_services_do_not_share_metrics(corpus):
     a.update_metrics(documents_absorbed=5)
     assert metric_samples(b.metrics.render().decode())[("streamtopics_documents_absorbed_total", ())] == 0
     assert np.isfinite(a.metrics.ingest_rate())
+
+
+# ----------------------------------------------------------------------------- a finished run, labels
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A replay that has ended (its run.json written), and its summary."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    return out, finished_run(out)
+
+
+def test_serving_a_finished_replay_reports_the_figures_it_recorded(finished):
+    out, summary = finished
+    assert sum(summary.rejected.values()) == EMPTY_DOCUMENTS and sum(summary.malformed.values()) == MALFORMED_LINES
+    source = SnapshotDirectorySource(out, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    status = client.get("/api/status").json()
+    assert status["finished"] and status["ready"]
+    metrics = status["metrics"]
+    assert metrics["documents_absorbed"] == summary.absorbed
+    assert metrics["rejected"] == dict(summary.rejected) and metrics["documents_rejected"] == EMPTY_DOCUMENTS
+    assert metrics["malformed"] == dict(summary.malformed) and metrics["documents_malformed"] == MALFORMED_LINES
+    assert metrics["ingest_rate"] == 0  # nothing is being ingested now: the run is over
+    run = metrics["run"]
+    assert run["ingest_rate"] == pytest.approx(summary.ingest_rate) and run["ingest_rate"] > 0
+    assert run["documents"] == summary.documents and run["stopped"] is False
+
+    samples = metric_samples(client.get("/metrics").text)
+    for reason, count in summary.rejected.items():
+        assert samples[("streamtopics_documents_rejected_total", (("reason", reason),))] == count
+    for reason, count in summary.malformed.items():
+        assert samples[("streamtopics_records_malformed_total", (("reason", reason),))] == count
+    assert samples[("streamtopics_documents_absorbed_total", ())] == summary.absorbed
+    assert samples[("streamtopics_ingest_rate_documents_per_second", ())] == 0
+    assert samples[("streamtopics_run_ingest_rate_documents_per_second", ())] == pytest.approx(summary.ingest_rate)
+    assert samples[("streamtopics_run_finished", ())] == 1
+
+
+def test_a_run_record_that_does_not_describe_the_newest_snapshot_is_ignored(finished, tmp_path):
+    out, summary = finished
+    copy = tmp_path / "run"
+    copy.mkdir()
+    for file in [*out.glob("snapshot-*.json"), out / RUN_RECORD]:
+        shutil.copy2(file, copy / file.name)
+    source = SnapshotDirectorySource(copy, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    assert client.get("/api/status").json()["finished"]
+    newest = sorted(copy.glob("snapshot-*.json"))[-1]
+    data = json.loads(newest.read_text())
+    data["version"] += 1
+    (copy / f"snapshot-{data['version']:06d}.json").write_text(json.dumps(data))  # the run goes on
+    status = client.get("/api/status").json()
+    assert not status["finished"] and status["metrics"]["run"] is None and status["metrics"]["rejected"] == {}
+    assert metric_samples(client.get("/metrics").text)[("streamtopics_run_finished", ())] == 0
+    (copy / RUN_RECORD).write_text('{"format": "streamtopics-run", "documents": -1}')  # damaged: ignored
+    assert client.get("/api/status").json()["metrics"]["run"] is None
+
+
+def test_the_ingest_rate_of_a_directory_comes_from_when_the_snapshots_were_written(finished, tmp_path):
+    """Reading a backlog of snapshot files in milliseconds is no ingest rate: each file's
+    documents count is dated by its write time."""
+    out, _ = finished
+    copy = tmp_path / "run"
+    copy.mkdir()
+    files = sorted(out.glob("snapshot-*.json"))[:2]
+    seen = [json.loads(f.read_text())["documents_seen"] for f in files]
+    now = time.time()
+    for file, written in zip(files, (now - 4.0, now - 2.0)):
+        shutil.copy(file, copy / file.name)
+        os.utime(copy / file.name, (written, written))
+    source = SnapshotDirectorySource(copy, min_poll_interval=0)
+    rate = TestClient(create_app(source)).get("/api/status").json()["metrics"]["ingest_rate"]
+    assert rate == pytest.approx((seen[1] - seen[0]) / 2.0, rel=0.05)
+    for file in copy.glob("snapshot-*.json"):
+        os.utime(file, (now - 600, now - 600))
+    old = SnapshotDirectorySource(copy, min_poll_interval=0)
+    assert TestClient(create_app(old)).get("/api/status").json()["metrics"]["ingest_rate"] == 0
+
+
+def test_labels_coherence_and_representatives_pass_through_when_present(finished, tmp_path):
+    out, _ = finished
+    plain = SnapshotDirectorySource(out, min_poll_interval=0)  # snapshots without them (older runs)
+    client = TestClient(create_app(plain))
+    for topic in client.get("/api/snapshot").json()["topics"]:
+        assert topic["label"] is None and topic["coherence"] is None
+    first = client.get("/api/snapshot").json()["topics"][0]["id"]
+    detail = client.get(f"/api/topics/{first}").json()
+    assert detail["label"] is None and detail["coherence"] is None and detail["representatives"] == []
+
+    copy = tmp_path / "run"
+    copy.mkdir()
+    newest = sorted(out.glob("snapshot-*.json"))[-1]
+    shutil.copy(newest, copy / newest.name)
+    extras = add_labels(copy / newest.name)
+    client = TestClient(create_app(SnapshotDirectorySource(copy, min_poll_interval=0)))
+    topics = client.get("/api/snapshot").json()["topics"]
+    assert {t["id"]: (t["label"], t["coherence"]) for t in topics} == {
+        t: (e["label"], e["coherence"]) for t, e in extras.items()}
+    for topic, expected in extras.items():
+        detail = client.get(f"/api/topics/{topic}").json()
+        assert detail["label"] == expected["label"] and detail["coherence"] == expected["coherence"]
+        assert detail["representatives"] == expected["representatives"]
+
+    # in-process: a snapshot object that has them as attributes (per topic, in topic order)
+    snapshot = TopicSnapshot.load(copy / newest.name)
+    snapshot.labels = [extras[t]["label"] for t in snapshot.topic_ids]
+    snapshot.coherence = np.array([extras[t]["coherence"] for t in snapshot.topic_ids])
+    snapshot.representatives = [["plain text " * 100, {"text": "x", "id": 7, "score": "nan"}, 42]
+                                for _ in snapshot.topic_ids]
+    live = LiveSource()
+    live.publish(snapshot)
+    client = TestClient(create_app(live))
+    topic = snapshot.topic_ids[0]
+    detail = client.get(f"/api/topics/{topic}").json()
+    assert detail["label"] == extras[topic]["label"] and detail["coherence"] == pytest.approx(extras[topic]["coherence"])
+    long, short = detail["representatives"]  # the non-document (42) is left out; texts are bounded
+    assert len(long["text"]) == REPRESENTATIVE_CHARS and long["key"] is None
+    assert short == {"text": "x", "key": "7", "score": None}

@@ -1,0 +1,56 @@
+"""A finished replay's run directory for the service and dashboard tests: a real
+:class:`~consumers.replay.Replay` over a JSON Lines archive with empty documents (rejected by
+the model) and unreadable lines (malformed records), and a way to add what newer snapshots carry
+(labels, coherence, representative documents) to its newest snapshot file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from consumers.replay import Replay
+from consumers.sources import open_source
+from streamtopics import StreamingTopicModel
+from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
+
+EMPTY_DOCUMENTS, MALFORMED_LINES = 7, 3
+
+
+def finished_run(out: Path, n_topics: int = 16, n_documents: int = 2000, every: int = 500):
+    """Replay ``n_documents`` synthetic documents (plus :data:`EMPTY_DOCUMENTS` empty ones and
+    :data:`MALFORMED_LINES` unreadable lines) into ``out``; returns the replay's summary."""
+    n_words = 12 * n_topics
+    words = ["term" + chr(97 + i // 26) + chr(97 + i % 26) for i in range(n_words)]  # the tokenizer's kind of word
+    topics = separable_topics(n_words, n_topics, anchors_per_topic=2, seed=11)
+    counts = sample_documents(topics.topic_word, topic_proportions(n_documents, n_topics, alpha=0.2, seed=12),
+                              40, seed=13)
+    lines = [json.dumps({"id": f"d{d}", "text": " ".join(words[w] for w, n in zip(row.indices, row.data)
+                                                       for _ in range(int(n)))})
+             for d, row in enumerate(counts)]
+    for i in range(EMPTY_DOCUMENTS):
+        lines.insert(100 + 50 * i, json.dumps({"id": f"empty{i}", "text": ""}))
+    for i in range(MALFORMED_LINES):
+        lines.insert(300 + 70 * i, "{not json")
+    archive = out.parent / f"{out.name}.jsonl"
+    archive.write_text("\n".join(lines) + "\n")
+    model = StreamingTopicModel(n_topics, vocabulary=words, anchor_min_df=5, seed=0)
+    return Replay(model, open_source(str(archive)), out, every_documents=every).run()
+
+
+def add_labels(snapshot_file: Path) -> dict:
+    """Give the snapshot in ``snapshot_file`` a label, a coherence and two representative
+    documents per topic, as the library's newer snapshots have them; returns {id: extras}."""
+    data = json.loads(snapshot_file.read_text())
+    ids = [t["id"] for t in data["topics"]]
+    rng = np.random.default_rng(5)
+    extras = {t: {"label": f"{data['topics'][k]['anchor']} topic{t}", "coherence": round(float(rng.uniform(-0.2, 0.6)), 4),
+                  "representatives": [{"text": f"a document typical of topic {t}, number {j}", "key": f"d{t}-{j}",
+                                       "score": 0.9 - 0.1 * j} for j in range(2)]}
+              for k, t in enumerate(ids)}
+    data["labels"] = [extras[t]["label"] for t in ids]
+    data["coherence"] = [extras[t]["coherence"] for t in ids]
+    data["representatives"] = {str(t): extras[t]["representatives"] for t in ids}
+    snapshot_file.write_text(json.dumps(data))
+    return extras
