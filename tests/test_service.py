@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shutil
 import socket
 import time
 import warnings
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -19,6 +21,7 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
+import consumers
 from consumers.metrics import ServiceMetrics
 from consumers.run_record import RUN_RECORD
 from consumers.service import (
@@ -532,3 +535,57 @@ def test_labels_coherence_and_representatives_pass_through_when_present(finished
     long, short = detail["representatives"]  # the non-document (42) is left out; texts are bounded
     assert len(long["text"]) == REPRESENTATIVE_CHARS and long["key"] is None
     assert short == {"text": "x", "key": "7", "score": None}
+
+
+# ----------------------------------------------------------------------------- the Grafana dashboard
+GRAFANA = Path(consumers.__file__).parent / "static" / "grafana-dashboard.json"
+PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "offset",
+                   "bool"}
+
+
+def promql_metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: its identifiers less function names, label
+    names (in matchers and by/without/on lists), durations, strings and keywords."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    expr = re.sub(r"\{[^}]*\}", "", expr)
+    expr = re.sub(r"\[[^\]]*\]", "", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    return set(re.findall(r"\b[A-Za-z_:][A-Za-z0-9_:]*\b(?!\s*\()", expr)) - PROMQL_KEYWORDS
+
+
+def exported_names(metrics_text: str) -> set[str]:
+    """The sample names of every family in a /metrics answer (a counter's ``_total``, a
+    histogram's ``_bucket``/``_sum``/``_count``), whether or not it has samples yet."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "summary": ("", "_sum", "_count")}
+    names = set()
+    for family in text_string_to_metric_families(metrics_text):
+        names |= {family.name + s for s in suffixes.get(family.type, ("",))}
+        names |= {sample.name for sample in family.samples}
+    return names
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_service_exports(finished):
+    out, _ = finished
+    dashboard = json.loads(GRAFANA.read_text())
+    with serve_in_thread(create_app(SnapshotDirectorySource(out)), "127.0.0.1", 0) as handle:
+        exported = exported_names(httpx.get(handle.url + "metrics").text)
+    assert "streamtopics_documents_rejected_total" in exported and "streamtopics_run_finished" in exported
+    assert promql_metric_names('sum by (le) (rate(x_bucket{a="b(c)"}[5m])) / y offset 1h') == {"x_bucket", "y"}
+
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    variables = [v["definition"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    assert len(queries) >= 10 and variables
+    read = set()
+    for expr in queries:
+        names = promql_metric_names(expr)
+        assert names, f"no metric in {expr!r}"
+        assert names <= exported, f"{expr!r} reads {sorted(names - exported)}, which /metrics does not export"
+        read |= names
+    for definition in variables:
+        metric = re.fullmatch(r"label_values\((\w+),\s*\w+\)", definition).group(1)
+        assert metric in exported
+    # and the dashboard shows every family the service exports under its own prefix
+    ours = {name for name in exported if name.startswith("streamtopics_")}
+    histogram = {"streamtopics_refresh_duration_seconds_" + s for s in ("bucket", "sum", "count")}
+    assert ours - histogram <= read and histogram & read
+    assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])
