@@ -124,7 +124,7 @@ class ServiceMetrics:
 
     # ------------------------------------------------------------------ writers
     def update(self, *, documents_absorbed: int | None = None, rejected: Mapping[str, int] | None = None,
-               refreshes: int | None = None, refresh_seconds: float | None = None,
+               malformed: Mapping[str, int] | None = None, refreshes: int | None = None, refresh_seconds: float | None = None,
                snapshot_version: int | None = None, n_topics: int | None = None,
                vocabulary_size: int | None = None, lag: Mapping | None = None,
                last_checkpoint: dict | None = None, **counts: int) -> None:
@@ -143,6 +143,8 @@ class ServiceMetrics:
                 self._count_documents(int(documents_absorbed), time.monotonic())
             if rejected is not None:
                 self.rejected = {str(k): int(v) for k, v in rejected.items()}
+            if malformed is not None:
+                self.malformed = {str(k): int(v) for k, v in malformed.items()}
             if snapshot_version is not None and snapshot_version != self.snapshot_version:
                 self.snapshot_version = int(snapshot_version)
                 self.snapshot_time = time.time()
@@ -196,9 +198,9 @@ class ServiceMetrics:
 
     def update_from_consumer(self, values: Mapping) -> None:
         """Read another process's :meth:`as_dict` summary (documents absorbed, rejections,
-        refreshes, last refresh duration, snapshot version, lag per partition)."""
+        malformed records, refreshes, last refresh duration, snapshot version, lag per partition)."""
         self.update(documents_absorbed=values.get("documents_absorbed"), rejected=values.get("rejected"),
-                    refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
+                    malformed=values.get("malformed"), refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
                     refresh_seconds=values.get("last_refresh_seconds"), lag=values.get("lag"))
 
     def observe_snapshot(self, version: int, documents_seen: int, n_topics: int, vocabulary_size: int,

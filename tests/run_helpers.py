@@ -18,9 +18,10 @@ from streamtopics.synthetic import sample_documents, separable_topics, topic_pro
 EMPTY_DOCUMENTS, MALFORMED_LINES = 7, 3
 
 
-def finished_run(out: Path, n_topics: int = 16, n_documents: int = 2000, every: int = 500):
+def finished_run(out: Path, n_topics: int = 16, n_documents: int = 2000, every: int = 500, live=None):
     """Replay ``n_documents`` synthetic documents (plus :data:`EMPTY_DOCUMENTS` empty ones and
-    :data:`MALFORMED_LINES` unreadable lines) into ``out``; returns the replay's summary."""
+    :data:`MALFORMED_LINES` unreadable lines) into ``out``, publishing to ``live`` (a
+    :class:`~consumers.service.LiveSource`) if given; returns the replay's summary."""
     n_words = 12 * n_topics
     words = ["term" + chr(97 + i // 26) + chr(97 + i % 26) for i in range(n_words)]  # the tokenizer's kind of word
     topics = separable_topics(n_words, n_topics, anchors_per_topic=2, seed=11)
@@ -36,7 +37,12 @@ def finished_run(out: Path, n_topics: int = 16, n_documents: int = 2000, every: 
     archive = out.parent / f"{out.name}.jsonl"
     archive.write_text("\n".join(lines) + "\n")
     model = StreamingTopicModel(n_topics, vocabulary=words, anchor_min_df=5, seed=0)
-    return Replay(model, open_source(str(archive)), out, every_documents=every).run()
+    hooks = {} if live is None else {"on_snapshot": live.on_snapshot}
+    summary = Replay(model, open_source(str(archive)), out, every_documents=every, **hooks).run(
+        on_progress=None if live is None else live.on_progress)
+    if live is not None:
+        live.finish()
+    return summary
 
 
 def add_labels(snapshot_file: Path) -> dict:

@@ -395,8 +395,10 @@ def test_metrics_parse_and_move_with_the_stream(live, corpus):
 def test_metrics_from_a_kafka_consumer_and_a_directory(tmp_path, corpus):
     metrics = ServiceMetrics(process_metrics=False)
     metrics.update_from_consumer({"documents_absorbed": 40, "rejected": {"not_utf8": 2}, "refreshes": 3,
-                                  "last_refresh_seconds": 0.2, "snapshot_version": 3, "lag": {"t-0": 9}})
+                                  "last_refresh_seconds": 0.2, "snapshot_version": 3, "lag": {"t-0": 9},
+                                  "malformed": {"malformed_json": 4}})
     samples = metric_samples(metrics.render().decode())
+    assert samples[("streamtopics_records_malformed_total", (("reason", "malformed_json"),))] == 4
     assert samples[("streamtopics_documents_rejected_total", (("reason", "not_utf8"),))] == 2
     assert samples[("streamtopics_consumer_lag_messages", (("partition", "t-0"),))] == 9
     assert samples[("streamtopics_refreshes_total", ())] == 3
@@ -453,6 +455,15 @@ def test_serving_a_finished_replay_reports_the_figures_it_recorded(finished):
     assert samples[("streamtopics_ingest_rate_documents_per_second", ())] == 0
     assert samples[("streamtopics_run_ingest_rate_documents_per_second", ())] == pytest.approx(summary.ingest_rate)
     assert samples[("streamtopics_run_finished", ())] == 1
+
+
+def test_a_live_service_beside_a_replay_reports_the_run_once_it_ends(tmp_path):
+    live = LiveSource()
+    summary = finished_run(tmp_path / "run", n_topics=6, live=live)
+    metrics = TestClient(create_app(live)).get("/api/status").json()["metrics"]
+    assert metrics["rejected"] == dict(summary.rejected) and metrics["malformed"] == dict(summary.malformed)
+    assert metrics["documents_absorbed"] == summary.absorbed and metrics["ingest_rate"] == 0
+    assert metrics["run"]["ingest_rate"] == pytest.approx(summary.ingest_rate)
 
 
 def test_a_run_record_that_does_not_describe_the_newest_snapshot_is_ignored(finished, tmp_path):

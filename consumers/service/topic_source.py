@@ -222,6 +222,7 @@ class LiveSource(TopicSource):
     def __init__(self, *, stall_after: float | None = 60.0, **options):
         super().__init__(stall_after=stall_after, **options)
         self._beat = time.monotonic()
+        self._run_dir: Path | None = None  # the run directory of the replay feeding it, if one is
 
     def publish(self, snapshot: TopicSnapshot, model=None) -> None:
         """A new snapshot (its ``events`` are the changes since the previous one); with the
@@ -239,7 +240,8 @@ class LiveSource(TopicSource):
         self.publish(snapshot, model)
 
     def on_progress(self, replay) -> None:
-        self.update_metrics(model=replay.model)
+        self.update_metrics(model=replay.model, malformed=dict(replay.malformed))
+        self._run_dir = replay.out_dir
 
     def update_metrics(self, model=None, *, consumer: dict | None = None, lag: dict | None = None,
                        **values) -> None:
@@ -259,8 +261,12 @@ class LiveSource(TopicSource):
         self._beat = time.monotonic()
 
     def finish(self) -> None:
-        """The stream has ended (the service may keep serving the last snapshot)."""
+        """The stream has ended (the service may keep serving the last snapshot). Fed by a
+        replay (:meth:`on_progress`), the service then reports the figures the run recorded
+        (:mod:`consumers.run_record`), its own ingest rate included."""
         self.finished = True
+        if self._run_dir is not None:
+            self.metrics.set_run(read_run_record(self._run_dir))
 
     def stalled(self) -> bool:
         return (self.stall_after is not None and not self.finished

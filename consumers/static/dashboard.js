@@ -107,7 +107,9 @@
       + (m.documents_malformed ? " · " + fmt.format(m.documents_malformed) + " malformed" : ""));
     const run = m.run;  // the record of a run that has ended: its own figures, not the idle present
     setText("rate", fmt.format(Math.round(run ? run.ingest_rate : m.ingest_rate || 0)));
-    setText("rate-note", run ? "docs / s · run average" + (run.stopped ? " (stopped)" : "") : "docs / s");
+    setText("rate-note", run ? "docs / s · " + (run.stopped ? "stopped" : "finished") + " run" : "docs / s");
+    $("rate-note").title = run ? `the run's documents per second of ingest (refreshes and checkpoints excluded): `
+      + `${fmt.format(run.documents_this_run)} documents in ${seconds(run.elapsed_s)} in all` : "";
     setText("lag", fmt.format(m.total_lag || 0));
     const parts = Object.keys(m.lag || {}).length;
     setText("lag-note", parts ? parts + " partition" + (parts > 1 ? "s" : "") : "no partitions");
@@ -255,7 +257,8 @@
       xLabel: useTime ? (v) => streamTime(v).slice(0, 10) : (v) => fmt.format(Math.round(v)),
     });
     setText("chart-axis", (useTime ? "x: stream time" : "x: documents seen") + ` · ${history.length} snapshots`);
-    $("legend").replaceChildren(...[...series].reverse().map((s) => {
+    const legendOrder = [...series.filter((s) => s.id !== "other"), ...series.filter((s) => s.id === "other")];
+    $("legend").replaceChildren(...legendOrder.map((s) => {
       const sw = el("span", { class: "swatch" });
       sw.style.background = s.color;
       return el("span", { class: "legend-item", "data-topic": String(s.id), "data-colour": s.color }, sw,
