@@ -23,7 +23,7 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
 
 import consumers
 from consumers.metrics import ServiceMetrics
-from consumers.run_record import RUN_RECORD
+from consumers.run_record import RUN_RECORD, read_run_record
 from consumers.service import (
     MAX_LIMIT, MAX_TOP_N, LiveSource, SnapshotDirectorySource, create_app, openapi_schema, parse_address,
     serve_in_thread,
@@ -464,6 +464,26 @@ def test_a_live_service_beside_a_replay_reports_the_run_once_it_ends(tmp_path):
     assert metrics["rejected"] == dict(summary.rejected) and metrics["malformed"] == dict(summary.malformed)
     assert metrics["documents_absorbed"] == summary.absorbed and metrics["ingest_rate"] == 0
     assert metrics["run"]["ingest_rate"] == pytest.approx(summary.ingest_rate)
+
+
+def test_a_replay_has_no_record_while_it_runs_and_leaves_one_when_it_ends(tmp_path):
+    out = tmp_path / "run"
+    finished_run(out, n_topics=4, n_documents=600)
+    assert read_run_record(out)["documents"] == 600 + EMPTY_DOCUMENTS
+
+    class Probe(LiveSource):
+        seen: list = []
+
+        def on_progress(self, replay):
+            super().on_progress(replay)
+            self.seen.append((out / RUN_RECORD).exists())
+
+    probe = Probe()
+    finished_run(out, n_topics=4, n_documents=900, live=probe)  # a new run in the same directory
+    assert probe.seen and not any(probe.seen)  # the earlier run's record went when this one started
+    record = read_run_record(out)
+    assert record["documents"] == 900 + EMPTY_DOCUMENTS and record["stopped"] is False
+    assert record["rejected"] == {"empty": EMPTY_DOCUMENTS}
 
 
 def test_a_run_record_that_does_not_describe_the_newest_snapshot_is_ignored(finished, tmp_path):
