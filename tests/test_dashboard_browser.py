@@ -108,22 +108,25 @@ def wait_until(page, expression: str, timeout: float) -> None:
         time.sleep(0.1)
 
 
-# the computed colour of each topic card, by topic id
-CARD_COLOURS = ("Object.fromEntries([...document.querySelectorAll('.topic-card')]"
-                ".map(c => [c.dataset.topic, getComputedStyle(c).borderTopColor]))")
-# [topic id or "other", stroke colour] of each line of the prevalence chart, and of each legend entry
-CHART_LINES = ("[...document.querySelectorAll('#prevalence-chart path.series')]"
-               ".map(p => [p.dataset.topic, getComputedStyle(p).stroke])")
-LEGEND_ENTRIES = ("[...document.querySelectorAll('#legend .legend-item')]"
-                  ".map(e => [e.dataset.topic, getComputedStyle(e.querySelector('.swatch')).backgroundColor])")
+# read at once (one task of the page, so no update falls between them): the computed colour of
+# each topic card by topic id; [topic id or "other", colour] of each line of the prevalence chart
+# and of each legend entry
+COLOURS = """({
+  cards: Object.fromEntries([...document.querySelectorAll('.topic-card')]
+    .map(c => [c.dataset.topic, getComputedStyle(c).borderTopColor])),
+  lines: [...document.querySelectorAll('#prevalence-chart path.series')]
+    .map(p => [p.dataset.topic, getComputedStyle(p).stroke]),
+  legend: [...document.querySelectorAll('#legend .legend-item')]
+    .map(e => [e.dataset.topic, getComputedStyle(e.querySelector('.swatch')).backgroundColor]),
+})"""
 
 
 def check_colours_and_legend(page) -> dict:
     """No two cards share a colour; the legend has one entry per line, in the line's colour, and
     a topic's line has its card's colour. Returns the cards' colours."""
-    cards = page.evaluate(CARD_COLOURS)
+    seen = page.evaluate(COLOURS)
+    cards, lines, legend = seen["cards"], seen["lines"], seen["legend"]
     assert len(set(cards.values())) == len(cards), cards
-    lines, legend = page.evaluate(CHART_LINES), page.evaluate(LEGEND_ENTRIES)
     assert sorted(lines) == sorted(legend), (lines, legend)
     assert len({topic for topic, _ in lines}) == len(lines)
     for topic, colour in lines:
@@ -171,24 +174,6 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 assert page.locator("#events li.ev-birth").count() >= 6
                 colours = check_colours_and_legend(page)
 
-                # a card opens its topic's detail: the API's top words, anchor and history
-                card = page.locator(".topic-card").first
-                topic = open_detail(page, card)
-                detail = httpx.get(handle.url + f"api/topics/{topic}?top_n=20").json()
-                shown = page.locator("#detail-words .dword-text").all_inner_texts()
-                assert len(shown) == 20
-                assert detail["anchor"] in page.inner_text("#detail-title")
-                assert page.locator("#detail-chart path.series").count() == 1
-                assert page.locator("#detail-docs-panel").is_hidden()  # this model keeps no representatives
-                assert page.inner_text("#detail-label") == ""
-                page.keyboard.press("Escape")
-                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
-                card.focus()
-                page.keyboard.press("Enter")  # the keyboard opens it too
-                wait_until(page, "!document.getElementById('detail').classList.contains('hidden')", 5)
-                page.click("#detail-close")
-                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
-
                 # no reload: a marker set on this window survives the update
                 page.evaluate("window.__stillTheSamePage = true")
                 version = int(page.inner_text("#version"))
@@ -208,7 +193,10 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
 
                 stream.stop_event.set()  # hold still for the picture: let the last update and its highlight settle
                 stream.join(10)
+                final = httpx.get(handle.url + "api/snapshot").json()["version"]
+                wait_until(page, f"Number(document.body.dataset.version) === {final}", 10)
                 time.sleep(1.6)
+
                 shot = tmp_path / "dashboard.png"
                 page.screenshot(path=str(shot), full_page=True)
                 print(f"dashboard screenshot: {shot}")
@@ -216,6 +204,26 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 if os.environ.get("STREAMTOPICS_UPDATE_SCREENSHOT"):
                     DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
                     shutil.copyfile(shot, DOCS_SCREENSHOT)
+
+                # a card opens its topic's detail: the API's top words, anchor and history
+                card = page.locator(".topic-card").first
+                topic = open_detail(page, card)
+                detail = httpx.get(handle.url + f"api/topics/{topic}?top_n=20").json()
+                assert page.locator("#detail-words .dword-text").all_inner_texts() == [
+                    w["word"] for w in detail["top_words"]]
+                assert page.inner_text("#detail-title") == f"Topic #{topic} · {detail['anchor']}"
+                assert f"snapshot v{final}" in page.inner_text("#detail-sub")
+                assert page.locator("#detail-chart path.series").count() == 1
+                assert page.locator("#detail-docs-panel").is_hidden()  # this model keeps no representatives
+                assert page.inner_text("#detail-label") == ""
+                page.keyboard.press("Escape")
+                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
+                card.focus()
+                page.keyboard.press("Enter")  # the keyboard opens it too
+                wait_until(page, "!document.getElementById('detail').classList.contains('hidden')", 5)
+                page.click("#detail-close")
+                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
+                assert not errors, errors
             finally:
                 browser.close()
     finally:

@@ -26,21 +26,27 @@
   window.addEventListener("hashchange", takeToken);  // a token pasted into an open page
 
   const $ = (id) => document.getElementById(id);
-  // A topic keeps its colour for as long as it lives; no two live topics share one: the palette
-  // first, then generated hues (golden-angle steps) when there are more topics than it has colours.
-  const colours = new Map();
+  // A topic keeps its colour from snapshot to snapshot -- also through snapshots it is missing
+  // from, since a topic may drop out and come back -- and no two live topics share one. A new
+  // topic takes a palette colour never given, else the colour of the topic gone longest, else a
+  // generated hue (golden-angle steps), so more topics than the palette has colours still differ.
+  const colours = new Map();   // topic id -> colour, the gone ones included until it is needed
+  const lastSeen = new Map();  // topic id -> snapshot version it was last live in
   const color = (id) => colours.get(id) || OTHER_COLOUR;
   function generatedHue(i) { return `hsl(${Math.round((i * 137.508 + 17) % 360)}, 62%, 42%)`; }
-  function assignColours(liveIds) {
+  function assignColours(liveIds, version) {
+    for (const id of liveIds) lastSeen.set(id, version);
     const live = new Set(liveIds);
-    for (const id of [...colours.keys()]) if (!live.has(id)) colours.delete(id);  // the dead give theirs back
-    const used = new Set(colours.values());
     for (const id of liveIds) {
       if (colours.has(id)) continue;
-      let c = PALETTE.find((x) => !used.has(x));
-      for (let i = 0; !c; i++) if (!used.has(generatedHue(i))) c = generatedHue(i);
+      const held = new Set(colours.values());
+      let c = PALETTE.find((x) => !held.has(x));
+      if (!c) {
+        const gone = [...colours.keys()].filter((g) => !live.has(g)).sort((a, b) => lastSeen.get(a) - lastSeen.get(b));
+        if (gone.length) { c = colours.get(gone[0]); colours.delete(gone[0]); }
+      }
+      for (let i = 0; !c; i++) if (!held.has(generatedHue(i))) c = generatedHue(i);
       colours.set(id, c);
-      used.add(c);
     }
   }
   const topicName = (t) => "#" + t.id + " " + (t.label || t.anchor);
@@ -365,7 +371,7 @@
       api("/api/snapshot?top_n=10"), api("/api/history?limit=300"), api("/api/events?limit=80"),
     ]);
     if (!snap) return false;
-    assignColours(snap.topics.map((t) => t.id));
+    assignColours(snap.topics.map((t) => t.id), snap.version);
     const previousIds = state.version == null ? null : new Set(state.ids || []);
     const history = (hist && hist.versions) || [];
     renderTopics(snap, history, previousIds);
