@@ -46,17 +46,21 @@ def finished_run(out: Path, n_topics: int = 16, n_documents: int = 2000, every: 
 
 
 def add_labels(snapshot_file: Path) -> dict:
-    """Give the snapshot in ``snapshot_file`` a label, a coherence and two representative
-    documents per topic, as the library's newer snapshots have them; returns {id: extras}."""
+    """Give each topic of the snapshot in ``snapshot_file`` a label, a coherence and two
+    representative documents (one with text, one given as tokens: words only), in each topic's
+    entry as the library writes them; returns {id: extras} as the API is to answer them."""
     data = json.loads(snapshot_file.read_text())
-    ids = [t["id"] for t in data["topics"]]
     rng = np.random.default_rng(5)
-    extras = {t: {"label": f"{data['topics'][k]['anchor']} topic{t}", "coherence": round(float(rng.uniform(-0.2, 0.6)), 4),
-                  "representatives": [{"text": f"a document typical of topic {t}, number {j}", "key": f"d{t}-{j}",
-                                       "score": 0.9 - 0.1 * j} for j in range(2)]}
-              for k, t in enumerate(ids)}
-    data["labels"] = [extras[t]["label"] for t in ids]
-    data["coherence"] = [extras[t]["coherence"] for t in ids]
-    data["representatives"] = {str(t): extras[t]["representatives"] for t in ids}
+    extras = {}
+    for topic in data["topics"]:
+        t = topic["id"]
+        topic["label"] = f"{topic['anchor']} topic{t}"
+        topic["coherence"] = round(float(rng.uniform(-0.2, 0.6)), 4)
+        topic["representatives"] = [
+            {"key": f"d{t}-0", "weight": 0.9, "words": [topic["anchor"], "alpha"], "text": f"a document typical of topic {t}"},
+            {"key": None, "weight": 0.8, "words": [topic["anchor"], "beta"]}]
+        extras[t] = {"label": topic["label"], "coherence": topic["coherence"], "representatives": [
+            {"text": f"a document typical of topic {t}", "words": [topic["anchor"], "alpha"], "key": f"d{t}-0", "score": 0.9},
+            {"text": None, "words": [topic["anchor"], "beta"], "key": None, "score": 0.8}]}
     snapshot_file.write_text(json.dumps(data))
     return extras

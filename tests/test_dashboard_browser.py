@@ -214,8 +214,9 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 assert page.inner_text("#detail-title") == f"Topic #{topic} · {detail['anchor']}"
                 assert f"snapshot v{final}" in page.inner_text("#detail-sub")
                 assert page.locator("#detail-chart path.series").count() == 1
-                assert page.locator("#detail-docs-panel").is_hidden()  # this model keeps no representatives
-                assert page.inner_text("#detail-label") == ""
+                # label and representative documents where the library gives them (absent: not shown)
+                assert page.locator("#detail-docs-panel").is_hidden() == (not detail["representatives"])
+                assert page.inner_text("#detail-label") == ("label: " + detail["label"] if detail["label"] else "")
                 page.keyboard.press("Escape")
                 wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
                 card.focus()
@@ -303,8 +304,9 @@ def test_dashboard_over_a_finished_replay_shows_its_figures_labels_and_documents
                 assert f"NPMI {extras[topic]['coherence']:.2f}" in card.inner_text()
                 assert page.inner_text("#detail-label") == "label: " + extras[topic]["label"]
                 assert f"coherence (NPMI) {extras[topic]['coherence']:.3f}" in page.inner_text("#detail-sub")
-                documents = page.locator("#detail-docs .rep-text").all_inner_texts()
-                assert documents == [d["text"] for d in extras[topic]["representatives"]]
+                with_text, as_tokens = extras[topic]["representatives"]
+                assert page.locator("#detail-docs .rep-text").all_inner_texts() == [with_text["text"]]
+                assert page.locator("#detail-docs .rep-words").all_inner_texts() == [" ".join(as_tokens["words"])]
                 shot = tmp_path / "detail.png"
                 page.screenshot(path=str(shot), full_page=True)
                 print(f"detail screenshot: {shot}")

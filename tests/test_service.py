@@ -529,17 +529,27 @@ def test_the_ingest_rate_of_a_directory_comes_from_when_the_snapshots_were_writt
 
 def test_labels_coherence_and_representatives_pass_through_when_present(finished, tmp_path):
     out, _ = finished
-    plain = SnapshotDirectorySource(out, min_poll_interval=0)  # snapshots without them (older runs)
-    client = TestClient(create_app(plain))
-    for topic in client.get("/api/snapshot").json()["topics"]:
-        assert topic["label"] is None and topic["coherence"] is None
-    first = client.get("/api/snapshot").json()["topics"][0]["id"]
-    detail = client.get(f"/api/topics/{first}").json()
-    assert detail["label"] is None and detail["coherence"] is None and detail["representatives"] == []
+    newest = sorted(out.glob("snapshot-*.json"))[-1]
+    old = tmp_path / "old"  # a snapshot written before the library had them
+    old.mkdir()
+    data = json.loads(newest.read_text())
+    for name in ("labels", "coherence", "representatives"):
+        data.pop(name, None)
+        for topic in data["topics"]:
+            topic.pop(name.rstrip("s"), None)
+            topic.pop(name, None)
+    (old / newest.name).write_text(json.dumps(data))
+    # the label the library gives such a snapshot when it loads it, if any (None before it had labels)
+    labels = getattr(TopicSnapshot.load(old / newest.name), "labels", None)
+    client = TestClient(create_app(SnapshotDirectorySource(old, min_poll_interval=0)))
+    topics = client.get("/api/snapshot").json()["topics"]
+    assert [t["label"] for t in topics] == (labels or [None] * len(topics))
+    assert all(t["coherence"] is None for t in topics)
+    detail = client.get(f"/api/topics/{topics[0]['id']}").json()
+    assert detail["coherence"] is None and detail["representatives"] == []
 
     copy = tmp_path / "run"
     copy.mkdir()
-    newest = sorted(out.glob("snapshot-*.json"))[-1]
     shutil.copy(newest, copy / newest.name)
     extras = add_labels(copy / newest.name)
     client = TestClient(create_app(SnapshotDirectorySource(copy, min_poll_interval=0)))
@@ -555,17 +565,17 @@ def test_labels_coherence_and_representatives_pass_through_when_present(finished
     snapshot = TopicSnapshot.load(copy / newest.name)
     snapshot.labels = [extras[t]["label"] for t in snapshot.topic_ids]
     snapshot.coherence = np.array([extras[t]["coherence"] for t in snapshot.topic_ids])
-    snapshot.representatives = [["plain text " * 100, {"text": "x", "id": 7, "score": "nan"}, 42]
-                                for _ in snapshot.topic_ids]
+    snapshot.representatives = [["plain text " * 100, {"text": "x", "id": 7, "score": "nan"}, 42, {"key": "no text"}]
+                                for _ in snapshot.topic_ids]  # a list in topic order, not by id
     live = LiveSource()
     live.publish(snapshot)
     client = TestClient(create_app(live))
     topic = snapshot.topic_ids[0]
     detail = client.get(f"/api/topics/{topic}").json()
     assert detail["label"] == extras[topic]["label"] and detail["coherence"] == pytest.approx(extras[topic]["coherence"])
-    long, short = detail["representatives"]  # the non-document (42) is left out; texts are bounded
-    assert len(long["text"]) == REPRESENTATIVE_CHARS and long["key"] is None
-    assert short == {"text": "x", "key": "7", "score": None}
+    long, short = detail["representatives"]  # what is no document (42, no text nor words) is left out
+    assert len(long["text"]) == REPRESENTATIVE_CHARS and long["key"] is None  # texts are bounded
+    assert short == {"text": "x", "words": [], "key": "7", "score": None}
 
 
 # ----------------------------------------------------------------------------- the Grafana dashboard

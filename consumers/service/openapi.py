@@ -25,8 +25,10 @@ def openapi_schema(with_token: bool = False) -> dict:
     word = {"type": "object", "properties": {"word": {"type": "string"}, "probability": {"type": "number"}}}
     label = {"type": "string", "nullable": True, "description": "short label (absent in older runs: null)"}
     coherence = {"type": "number", "nullable": True, "description": "NPMI coherence (absent in older runs: null)"}
-    document = {"type": "object", "properties": {"text": {"type": "string"}, "key": {"type": "string", "nullable": True},
-                                                 "score": {"type": "number", "nullable": True}}}
+    document = {"type": "object", "properties": {
+        "text": {"type": "string", "nullable": True, "description": "its beginning; null when the model saw no text"},
+        "words": {"type": "array", "items": {"type": "string"}}, "key": {"type": "string", "nullable": True},
+        "score": {"type": "number", "nullable": True, "description": "its weight on the topic"}}}
     schema = {
         "openapi": "3.0.3",
         "info": {"title": "streamtopics monitoring API", "version": "1",

@@ -33,6 +33,7 @@ EVENTS_KEPT = 5000
 EVENT_TYPES = ("birth", "death", "change")
 REPRESENTATIVES_KEPT = 10  # documents per topic in any response
 REPRESENTATIVE_CHARS = 600  # characters of each representative document's text
+REPRESENTATIVE_WORDS = 20   # words of each representative document
 
 
 def _per_topic(value, topic_ids) -> dict:
@@ -56,18 +57,23 @@ def _number(value) -> float | None:
 
 
 def _document(value) -> dict | None:
-    """A representative document as {"text", "key", "score"} (text cut to
-    :data:`REPRESENTATIVE_CHARS`); a bare string is its text."""
+    """A representative document as {"text", "words", "key", "score"}: the beginning of its text
+    (cut to :data:`REPRESENTATIVE_CHARS`; None when the model saw no text), its most frequent
+    words, its key, and its weight on the topic. A bare string is its text; a document with
+    neither text nor words is left out."""
     if isinstance(value, str):
         value = {"text": value}
     if not isinstance(value, dict):
         return None
     text = value.get("text", value.get("document"))
-    if not isinstance(text, str):
+    text = text[:REPRESENTATIVE_CHARS] if isinstance(text, str) else None
+    words = value.get("words")
+    words = [w for w in words if isinstance(w, str)][:REPRESENTATIVE_WORDS] if isinstance(words, (list, tuple)) else []
+    if text is None and not words:
         return None
     key = value.get("key", value.get("id"))
     score = value.get("score", value.get("weight", value.get("probability")))
-    return {"text": text[:REPRESENTATIVE_CHARS], "key": None if key is None else str(key)[:200],
+    return {"text": text, "words": words, "key": None if key is None else str(key)[:200],
             "score": None if score is None else _number(score)}
 
 

@@ -352,7 +352,9 @@
     const docs = t.representatives || [];
     $("detail-docs-panel").classList.toggle("hidden", docs.length === 0);
     $("detail-docs").replaceChildren(...docs.map((d) => el("li", { class: "rep" },
-      el("div", { class: "rep-text", text: d.text }),
+      d.text != null ? el("div", { class: "rep-text", text: d.text })
+                     : el("div", { class: "rep-words", text: (d.words || []).join(" ") }),
+      d.text != null && d.words && d.words.length ? el("div", { class: "ev-meta", text: "words: " + d.words.join(", ") }) : null,
       d.key != null || d.score != null
         ? el("div", { class: "ev-meta", text: [d.key != null ? "key " + d.key : null,
                                                d.score != null ? "score " + d.score.toFixed(3) : null].filter(Boolean).join(" · ") })
