@@ -205,6 +205,20 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                     DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
                     shutil.copyfile(shot, DOCS_SCREENSHOT)
 
+                # the timeline names the words of each event: what was born, what died, what came and went
+                events = httpx.get(handle.url + "api/events?limit=80").json()["events"]
+                texts = page.locator("#events li.ev").all_inner_texts()
+                assert len(texts) == len(events)
+                checked = 0
+                for event, text in zip(reversed(events), texts):
+                    assert f"Topic #{event['topic']} " in text
+                    for key, prefix in (("words", "was: " if event["type"] == "death" else ""),
+                                        ("words_in", "+ "), ("words_out", "− ")):
+                        if event.get(key):
+                            assert prefix + ", ".join(event[key]) in text, (event, text)
+                            checked += 1
+                assert checked > 0
+
                 # a card opens its topic's detail: the API's top words, anchor and history
                 card = page.locator(".topic-card").first
                 topic = open_detail(page, card)

@@ -272,27 +272,43 @@
     }));
   }
 
+  // what an event says: a title, and the words it names -- a birth's and a death's top words
+  // (what was born, what died), the words a change brought in and took out
+  function describeEvent(e, names) {
+    const name = e.label || names.get(e.topic) || e.anchor || e.anchor_after || "";
+    const lines = [];
+    let title;
+    if (e.type === "birth") title = `Topic #${e.topic} born`;
+    else if (e.type === "death") title = `Topic #${e.topic} died`;
+    else {
+      title = `Topic #${e.topic} changed`;
+      let moved = e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after
+        ? `anchor ${e.anchor_before} → ${e.anchor_after}` : "";
+      if (e.distance != null) moved += (moved ? " · " : "") + "moved " + Number(e.distance).toFixed(2);
+      if (moved) lines.push(["", moved]);
+    }
+    if (name) title += " · " + name;
+    if (e.words && e.words.length) lines.push(["ev-words", (e.type === "death" ? "was: " : "") + e.words.join(", ")]);
+    if (e.words_in && e.words_in.length) lines.push(["ev-words ev-in", "+ " + e.words_in.join(", ")]);
+    if (e.words_out && e.words_out.length) lines.push(["ev-words ev-out", "− " + e.words_out.join(", ")]);
+    return { title, lines };
+  }
+  function eventMeta(e) {
+    return `v${e.version} · ${fmt.format(e.documents_seen)} docs` + (e.stream_time != null ? " · " + streamTime(e.stream_time) : "");
+  }
+
   function renderEvents(events, snap) {
-    const anchors = new Map(snap.topics.map((t) => [t.id, t.anchor]));
-    const list = $("events");
+    const names = new Map(snap.topics.map((t) => [t.id, t.label || t.anchor]));
     const items = [...events].reverse().map((e) => {
-      let title, detail = "";
-      if (e.type === "birth") title = `Topic #${e.topic} born` + (e.anchor ? ` · ${e.anchor}` : "");
-      else if (e.type === "death") title = `Topic #${e.topic} died`;
-      else {
-        title = `Topic #${e.topic} changed` + (anchors.has(e.topic) ? ` · ${anchors.get(e.topic)}` : "");
-        if (e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after) detail = `anchor ${e.anchor_before} → ${e.anchor_after}`;
-        if (e.distance != null) detail += (detail ? " · " : "") + "moved " + Number(e.distance).toFixed(2);
-      }
-      const meta = `v${e.version} · ${fmt.format(e.documents_seen)} docs` + (e.stream_time != null ? " · " + streamTime(e.stream_time) : "");
+      const { title, lines } = describeEvent(e, names);
       return el("li", { class: "ev ev-" + e.type },
         el("span", { class: "dot" }),
         el("div", {}, el("div", { class: "ev-title", text: title }),
-          detail ? el("div", { class: "ev-meta", text: detail }) : null,
-          el("div", { class: "ev-meta", text: meta })));
+          ...lines.map(([cls, text]) => el("div", { class: ("ev-meta " + cls).trim(), text })),
+          el("div", { class: "ev-meta", text: eventMeta(e) })));
     });
     if (!items.length) items.push(el("li", { class: "empty", text: "no events yet" }));
-    list.replaceChildren(...items);
+    $("events").replaceChildren(...items);
     setText("events-count", events.length ? events.length + " latest" : "");
   }
 
@@ -359,9 +375,13 @@
         ? el("div", { class: "ev-meta", text: [d.key != null ? "key " + d.key : null,
                                                d.score != null ? "score " + d.score.toFixed(3) : null].filter(Boolean).join(" · ") })
         : null)));
-    $("detail-events").replaceChildren(...[...t.events].reverse().slice(0, 12).map((e) => el("li", { class: "ev-meta",
-      text: `v${e.version} · ${e.type}` + (e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after
-        ? ` · anchor ${e.anchor_before} → ${e.anchor_after}` : "") })));
+    const names = new Map([[t.id, t.label || t.anchor]]);
+    $("detail-events").replaceChildren(...[...t.events].reverse().slice(0, 12).map((e) => {
+      const { title, lines } = describeEvent(e, names);
+      return el("li", { class: "dev" }, el("div", { class: "ev-title", text: title }),
+        ...lines.map(([cls, text]) => el("div", { class: ("ev-meta " + cls).trim(), text })),
+        el("div", { class: "ev-meta", text: eventMeta(e) }));
+    }));
     box.dataset.topic = String(id);
   }
   $("detail-close").addEventListener("click", closeDetail);  // the script is deferred: the page is parsed
