@@ -228,7 +228,7 @@ class LiveSource(TopicSource):
     def __init__(self, *, stall_after: float | None = 60.0, **options):
         super().__init__(stall_after=stall_after, **options)
         self._beat = time.monotonic()
-        self._run_dir: Path | None = None  # the run directory of the replay feeding it, if one is
+        self._run_dir: Path | None = None  # the run directory of the replay feeding it, if any
 
     def publish(self, snapshot: TopicSnapshot, model=None) -> None:
         """A new snapshot (its ``events`` are the changes since the previous one); with the
