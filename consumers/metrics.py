@@ -19,13 +19,20 @@ Feed it from whatever runs the stream, on the thread that runs it:
   ``last_refresh``, ``snapshot.version``, ``len(vocabulary)``);
 * :meth:`ServiceMetrics.update_from_consumer` reads a summary that another process printed
   (:meth:`ServiceMetrics.as_dict` as JSON, e.g. the last line of ``streamtopics consume``);
-* :meth:`ServiceMetrics.observe_snapshot` counts a snapshot seen in a snapshot directory.
+* :meth:`ServiceMetrics.observe_snapshot` counts a snapshot seen in a snapshot directory (the
+  ingest rate then comes from the files' write times, not from how fast they are read);
+* :meth:`ServiceMetrics.set_run` takes the record of a run that has ended
+  (:mod:`consumers.run_record`): its documents, rejections and malformed records by reason and
+  its own ingest rate, the figures a service started after the run reports.
 
 Exported families (all prefixed ``streamtopics_``)::
 
     documents_absorbed_total            counter
     documents_rejected_total{reason}    counter
-    ingest_rate_documents_per_second    gauge   (over the last ``window_seconds``)
+    records_malformed_total{reason}     counter (records that could not be read; a replay's)
+    ingest_rate_documents_per_second    gauge   (over the last ``window_seconds``; 0 once a run ended)
+    run_ingest_rate_documents_per_second gauge  (a finished run's average, from its record)
+    run_finished                        gauge   (1 when the figures are those of a run that ended)
     refreshes_total                     counter
     refresh_duration_seconds            histogram (one observation per refresh whose duration is known)
     last_refresh_duration_seconds       gauge
@@ -92,6 +99,8 @@ class ServiceMetrics:
         self.started = time.time()
         self.documents_absorbed = 0
         self.rejected: dict[str, int] = {}
+        self.malformed: dict[str, int] = {}
+        self.run: dict | None = None  # the record of the run that ended (set_run)
         self.refreshes = 0
         self.last_refresh_seconds: float | None = None
         self.lag: dict[str, int] = {}
@@ -115,7 +124,7 @@ class ServiceMetrics:
 
     # ------------------------------------------------------------------ writers
     def update(self, *, documents_absorbed: int | None = None, rejected: Mapping[str, int] | None = None,
-               refreshes: int | None = None, refresh_seconds: float | None = None,
+               malformed: Mapping[str, int] | None = None, refreshes: int | None = None, refresh_seconds: float | None = None,
                snapshot_version: int | None = None, n_topics: int | None = None,
                vocabulary_size: int | None = None, lag: Mapping | None = None,
                last_checkpoint: dict | None = None, **counts: int) -> None:
@@ -130,14 +139,12 @@ class ServiceMetrics:
                 setattr(self, name, int(value))
             if last_checkpoint is not None:
                 self.last_checkpoint = dict(last_checkpoint)
-            now = time.monotonic()
             if documents_absorbed is not None:
-                self.documents_absorbed = int(documents_absorbed)
-                self._samples.append((now, self.documents_absorbed))
-                while len(self._samples) > 2 and now - self._samples[1][0] > self.window_seconds:
-                    self._samples.popleft()
+                self._count_documents(int(documents_absorbed), time.monotonic())
             if rejected is not None:
                 self.rejected = {str(k): int(v) for k, v in rejected.items()}
+            if malformed is not None:
+                self.malformed = {str(k): int(v) for k, v in malformed.items()}
             if snapshot_version is not None and snapshot_version != self.snapshot_version:
                 self.snapshot_version = int(snapshot_version)
                 self.snapshot_time = time.time()
@@ -152,6 +159,14 @@ class ServiceMetrics:
                 self.vocabulary_size = int(vocabulary_size)
             if lag is not None:
                 self.lag = {str(k): int(v) for k, v in lag.items()}
+
+    def _count_documents(self, documents: int, when: float) -> None:
+        """The documents absorbed as of ``when`` (monotonic clock): a sample of the ingest rate."""
+        self.documents_absorbed = documents
+        self._samples.append((when, documents))
+        now = time.monotonic()
+        while len(self._samples) > 2 and now - self._samples[1][0] > self.window_seconds:
+            self._samples.popleft()
 
     def _observe(self, seconds: float) -> None:
         self.last_refresh_seconds = seconds
@@ -183,17 +198,40 @@ class ServiceMetrics:
 
     def update_from_consumer(self, values: Mapping) -> None:
         """Read another process's :meth:`as_dict` summary (documents absorbed, rejections,
-        refreshes, last refresh duration, snapshot version, lag per partition)."""
+        malformed records, refreshes, last refresh duration, snapshot version, lag per partition)."""
         self.update(documents_absorbed=values.get("documents_absorbed"), rejected=values.get("rejected"),
-                    refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
+                    malformed=values.get("malformed"), refreshes=values.get("refreshes"), snapshot_version=values.get("snapshot_version"),
                     refresh_seconds=values.get("last_refresh_seconds"), lag=values.get("lag"))
 
-    def observe_snapshot(self, version: int, documents_seen: int, n_topics: int, vocabulary_size: int) -> None:
-        """A snapshot read from a snapshot directory: one more refresh, documents up to date."""
+    def observe_snapshot(self, version: int, documents_seen: int, n_topics: int, vocabulary_size: int,
+                         written_at: float | None = None) -> None:
+        """A snapshot read from a snapshot directory: one more refresh, documents up to date.
+        ``written_at`` (the file's modification time, wall clock) dates the documents count, so
+        the ingest rate is the stream's, not the speed of reading a backlog of files."""
+        now = time.monotonic()
         with self._lock:
             self.refreshes += 1
-        self.update(documents_absorbed=documents_seen, snapshot_version=version, n_topics=n_topics,
-                    vocabulary_size=vocabulary_size)
+            self._count_documents(int(documents_seen), now if written_at is None
+                                  else now - max(0.0, time.time() - written_at))
+        self.update(snapshot_version=version, n_topics=n_topics, vocabulary_size=vocabulary_size)
+
+    def set_run(self, record: Mapping | None) -> None:
+        """The record of the run that ended (:func:`consumers.run_record.read_run_record`): its
+        absorbed documents, rejections and malformed records by reason become the totals and
+        its average ingest rate is reported beside the (idle) current one. None: no run has
+        ended (a run's figures set earlier are dropped)."""
+        with self._lock:
+            if record is None:
+                if self.run is not None:
+                    self.rejected, self.malformed = {}, {}
+                self.run = None
+                return
+            self.run = {name: record[name] for name in (
+                "documents", "absorbed", "rejected", "malformed", "documents_this_run", "elapsed_s",
+                "ingest_rate", "stopped", "ended_at")}
+            self.documents_absorbed = int(record["absorbed"])
+            self.rejected = {str(k): int(v) for k, v in record["rejected"].items()}
+            self.malformed = {str(k): int(v) for k, v in record["malformed"].items()}
 
     def set_stalled(self, stalled: bool) -> None:
         with self._lock:
@@ -206,7 +244,7 @@ class ServiceMetrics:
             return self._rate_locked()
 
     def _rate_locked(self) -> float:
-        if len(self._samples) < 2:
+        if len(self._samples) < 2 or self.run is not None:
             return 0.0
         (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
         if time.monotonic() - t1 > self.window_seconds:  # nothing new for a whole window
@@ -222,6 +260,8 @@ class ServiceMetrics:
                 "documents_absorbed": self.documents_absorbed,
                 "documents_rejected": sum(self.rejected.values()),
                 "rejected": dict(self.rejected),
+                "documents_malformed": sum(self.malformed.values()),
+                "malformed": dict(self.malformed),
                 "ingest_rate": rate,
                 "documents_per_second": rate,
                 **{name: getattr(self, name) for name in self.EVENT_COUNTS},
@@ -236,6 +276,7 @@ class ServiceMetrics:
                 "total_lag": sum(self.lag.values()),
                 "stalled": self.stalled,
                 "memory_bytes": resident_memory_bytes(),
+                "run": None if self.run is None else dict(self.run),
             }
 
     def render(self) -> bytes:
@@ -268,8 +309,17 @@ class ServiceMetrics:
             for reason, n in sorted(m.rejected.items()):
                 rejected.add_metric([reason], n)
             yield rejected
+            malformed = CounterMetricFamily(f"{PREFIX}_records_malformed", "Records that could not be read, by reason.",
+                                            labels=["reason"])
+            for reason, n in sorted(m.malformed.items()):
+                malformed.add_metric([reason], n)
+            yield malformed
             yield gauge("ingest_rate_documents_per_second",
                         f"Documents absorbed per second over the last {m.window_seconds:g} s.", rate)
+            yield gauge("run_ingest_rate_documents_per_second",
+                        "Average ingest rate of the run that ended (from its record).",
+                        None if m.run is None else m.run["ingest_rate"])
+            yield gauge("run_finished", "1 when the figures are those of a run that has ended.", int(m.run is not None))
             yield CounterMetricFamily(f"{PREFIX}_refreshes", "Refreshes (snapshots published).", value=m.refreshes)
             buckets = []
             cumulative = 0

@@ -6,9 +6,11 @@
     plot_snapshots("runs/demo", "topics.svg", kind="top_words", top_n=10)
 
 ``kind="prevalence"`` draws every topic's prevalence at each snapshot against stream time (the
-documents' timestamps, when every snapshot has one) or documents seen; topics keep their colour
-from snapshot to snapshot because ids are stable, and a topic that is born or dies simply starts or
-stops. ``kind="top_words"`` draws the latest snapshot's topics as small bar charts of their
+documents' timestamps, when every snapshot has one) or documents seen; a topic that is born or
+dies simply starts or stops. The :data:`LABELLED` most prevalent topics at the end get a colour
+and a legend entry each; the others are drawn in grey under one legend entry ("other"), so the
+legend covers every line. No two topics in one figure share a colour (:func:`topic_colours`:
+the palette, then evenly spaced hues when there are more topics). ``kind="top_words"`` draws the latest snapshot's topics as small bar charts of their
 ``top_n`` most probable words, most prevalent topic first. The format follows the file name's
 suffix (``.png``, ``.svg``, ``.pdf``).
 """
@@ -38,8 +40,17 @@ LABELLED = 12  # topics named in the prevalence legend (the most prevalent at th
 PALETTE = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]  # no greys
 
 
-def _colour(topic: int):
-    return PALETTE[topic % len(PALETTE)]
+OTHER = "0.7"  # the grey of the topics grouped as "other"
+
+
+def topic_colours(topics) -> dict:
+    """A distinct colour for each of ``topics`` (ids, in the order they are to be coloured): the
+    palette's colours first, evenly spaced hues once it runs out."""
+    topics = list(topics)
+    if len(topics) <= len(PALETTE):
+        return dict(zip(topics, PALETTE))
+    hues = plt.get_cmap("hsv")
+    return {t: hues(i / len(topics)) for i, t in enumerate(topics)}
 
 
 def _prevalence_series(files: list[Path]):
@@ -66,14 +77,17 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
     for p in points:
         last_anchor.update(p[3])
     final = points[-1][2]
-    labelled = set(sorted(final, key=lambda t: -final[t])[:LABELLED])
+    ranked = sorted(final, key=lambda t: -final[t])[:LABELLED]
+    colours = topic_colours(sorted(ranked))
+    others = [t for t in ids if t not in colours]
     fig, ax = plt.subplots(figsize=(10, 5.2), layout="constrained")
-    for topic in ids:
+    for topic in ranked + others:
         ys = [p[2].get(topic, math.nan) for p in points]
-        strong = topic in labelled
-        ax.plot(xs, ys, color=_colour(topic) if strong else "0.7", linewidth=1.8 if strong else 0.9,
+        strong = topic in colours
+        ax.plot(xs, ys, color=colours.get(topic, OTHER), linewidth=1.8 if strong else 0.9,
                 marker="o" if len(points) < 30 else None, markersize=3, zorder=3 if strong else 2,
-                label=f"#{topic} {last_anchor[topic]}" if strong else None)
+                label=f"#{topic} {last_anchor[topic]}" if strong else
+                (f"other: {len(others)} topic{'s' if len(others) > 1 else ''}" if topic == others[0] else None))
     ax.set_ylabel("prevalence")
     ax.set_xlabel("stream time (UTC)" if use_time else "documents seen")
     ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
@@ -81,9 +95,9 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
     ax.grid(True, alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(title or f"Topic prevalence over {len(points)} snapshots", loc="left")
-    if labelled:
+    if ids:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9,
-                  title="topic (anchor)" + (f", top {LABELLED}" if len(ids) > LABELLED else ""))
+                  title="topic (anchor)" + (f", top {LABELLED}" if others else ""))
     if use_time:
         fig.autofmt_xdate()
     _save(fig, out_path, 120)
@@ -100,12 +114,13 @@ def plot_top_words(file: Path, out_path: Path, top_n: int = 10, max_topics: int 
     rows = math.ceil(len(order) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 0.28 * top_n * rows + 0.9 * rows + 0.4),
                              layout="constrained", squeeze=False)
+    colours = topic_colours(sorted(snapshot.topic_ids[k] for k in order))
     for ax in axes.ravel()[len(order):]:
         ax.set_visible(False)
     for ax, k in zip(axes.ravel(), order):
         topic = snapshot.topic_ids[k]
         words = top[topic]
-        ax.barh(range(len(words)), [p for _, p in words], color=_colour(topic))
+        ax.barh(range(len(words)), [p for _, p in words], color=colours[topic])
         ax.set_yticks(range(len(words)), [w for w, _ in words], fontsize=9)
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelsize=7)

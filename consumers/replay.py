@@ -36,6 +36,7 @@ from streamtopics.policy import RefreshPolicy
 
 from .checkpoint import ArchivePosition, Checkpoint, CheckpointError, CheckpointStore, Restored
 from .records import Malformed, Source
+from .run_record import clear_run_record, write_run_record
 from .snapshot_directory import SnapshotDirectory
 from .sources import open_source
 from .stream import StreamDriver
@@ -183,13 +184,18 @@ class Replay:
     def run(self, stop_after: int | None = None,
             on_progress: Callable[["Replay"], None] | None = None) -> ReplaySummary:
         """Replay to the end of the source, or until ``stop_after`` documents of this run or a
-        call to :meth:`stop`; then checkpoint. ``on_progress(replay)`` is called now and then."""
+        call to :meth:`stop`; then checkpoint and write the run's record
+        (:mod:`consumers.run_record`). ``on_progress(replay)`` is called now and then."""
+        clear_run_record(self.out_dir)
         with CheckpointStore(self.checkpoint_dir, keep=self.keep_checkpoints) as store:
             self.driver.checkpoints = store
             try:
-                return self._run(stop_after, on_progress)
+                summary = self._run(stop_after, on_progress)
             finally:
                 self.driver.checkpoints = None
+        snapshot = self.model.snapshot
+        write_run_record(self.out_dir, summary, snapshot and snapshot.version, snapshot and snapshot.documents_seen)
+        return summary
 
     def _run(self, stop_after: int | None, on_progress: Callable[["Replay"], None] | None) -> ReplaySummary:
         summary = ReplaySummary(malformed=self.malformed)

@@ -1,6 +1,9 @@
 """The dashboard in a real browser: headless Debian Chromium driven by Playwright (no browser
 download) loads the page while a model keeps learning and publishing snapshots, and must show the
-topics and follow new snapshots without reloading.
+topics and follow new snapshots without reloading; a topic's card opens its detail; the legend
+names every line drawn; no two topics shown share a colour and a topic keeps its colour; over a
+replay that has ended the page shows that run's recorded figures and the topics' labels,
+coherence and representative documents.
 
 The screenshot is saved under the test's tmp_path (printed); with STREAMTOPICS_UPDATE_SCREENSHOT=1
 it also replaces docs/dashboard.png, the picture the README shows.
@@ -14,10 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
-from consumers.service import LiveSource, create_app, serve_in_thread
+from consumers.service import LiveSource, SnapshotDirectorySource, create_app, serve_in_thread
+from run_helpers import EMPTY_DOCUMENTS, MALFORMED_LINES, add_labels, finished_run
 from streamtopics import StreamingTopicModel
 from streamtopics.synthetic import sample_documents
 
@@ -103,6 +108,47 @@ def wait_until(page, expression: str, timeout: float) -> None:
         time.sleep(0.1)
 
 
+# read at once (one task of the page, so no update falls between them): the computed colour of
+# each topic card by topic id; [topic id or "other", colour] of each line of the prevalence chart
+# and of each legend entry
+COLOURS = """({
+  cards: Object.fromEntries([...document.querySelectorAll('.topic-card')]
+    .map(c => [c.dataset.topic, getComputedStyle(c).borderTopColor])),
+  lines: [...document.querySelectorAll('#prevalence-chart path.series')]
+    .map(p => [p.dataset.topic, getComputedStyle(p).stroke]),
+  legend: [...document.querySelectorAll('#legend .legend-item')]
+    .map(e => [e.dataset.topic, getComputedStyle(e.querySelector('.swatch')).backgroundColor]),
+})"""
+
+
+def check_colours_and_legend(page) -> dict:
+    """No two cards share a colour; the legend has one entry per line, in the line's colour, and
+    a topic's line has its card's colour. Returns the cards' colours."""
+    seen = page.evaluate(COLOURS)
+    cards, lines, legend = seen["cards"], seen["lines"], seen["legend"]
+    assert len(set(cards.values())) == len(cards), cards
+    assert sorted(lines) == sorted(legend), (lines, legend)
+    assert len({topic for topic, _ in lines}) == len(lines)
+    for topic, colour in lines:
+        if topic != "other":
+            assert cards[topic] == colour, (topic, colour, cards[topic])
+    return cards
+
+
+def open_detail(page, card) -> str:
+    """Click ``card``; the detail of its topic opens. Returns the topic id."""
+    topic = card.get_attribute("data-topic")
+    card.click()
+    wait_until(page, f"document.getElementById('detail').dataset.topic === '{topic}' "
+                     "&& !document.getElementById('detail').classList.contains('hidden')", 10)
+    return topic
+
+
+def launch(p):
+    return p.chromium.launch(executable_path=chromium_path(), headless=True,
+                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+
+
 def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -112,8 +158,7 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
     stream.start()
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = launch(p)
             try:
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 errors = []
@@ -127,6 +172,7 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 assert first_card.locator(".card-anchor").inner_text().strip() in stream.words
                 assert page.locator("#prevalence-chart svg path.series").count() >= 6
                 assert page.locator("#events li.ev-birth").count() >= 6
+                colours = check_colours_and_legend(page)
 
                 # no reload: a marker set on this window survives the update
                 page.evaluate("window.__stillTheSamePage = true")
@@ -136,6 +182,10 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 assert page.evaluate("window.__stillTheSamePage === true")
                 assert int(page.inner_text("#version")) > version
                 wait_until(page, "Number(document.body.dataset.version) >= 14", 30)
+                # a topic keeps its colour from snapshot to snapshot, and none is shared
+                later = check_colours_and_legend(page)
+                kept = set(colours) & set(later)
+                assert kept and all(colours[t] == later[t] for t in kept), (colours, later)
                 assert page.locator(".topic-card .spark path").count() >= 6
                 assert int(page.inner_text("#documents").replace(",", "")) > 0
                 assert page.inner_text("#state-pill").strip().startswith(("live", "finished"))
@@ -143,7 +193,10 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
 
                 stream.stop_event.set()  # hold still for the picture: let the last update and its highlight settle
                 stream.join(10)
+                final = httpx.get(handle.url + "api/snapshot").json()["version"]
+                wait_until(page, f"Number(document.body.dataset.version) === {final}", 10)
                 time.sleep(1.6)
+
                 shot = tmp_path / "dashboard.png"
                 page.screenshot(path=str(shot), full_page=True)
                 print(f"dashboard screenshot: {shot}")
@@ -151,6 +204,41 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 if os.environ.get("STREAMTOPICS_UPDATE_SCREENSHOT"):
                     DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
                     shutil.copyfile(shot, DOCS_SCREENSHOT)
+
+                # the timeline names the words of each event: what was born, what died, what came and went
+                events = httpx.get(handle.url + "api/events?limit=80").json()["events"]
+                texts = page.locator("#events li.ev").all_inner_texts()
+                assert len(texts) == len(events)
+                checked = 0
+                for event, text in zip(reversed(events), texts):
+                    assert f"Topic #{event['topic']} " in text
+                    for key, prefix in (("words", "was: " if event["type"] == "death" else ""),
+                                        ("words_in", "+ "), ("words_out", "− ")):
+                        if event.get(key):
+                            assert prefix + ", ".join(event[key]) in text, (event, text)
+                            checked += 1
+                assert checked > 0
+
+                # a card opens its topic's detail: the API's top words, anchor and history
+                card = page.locator(".topic-card").first
+                topic = open_detail(page, card)
+                detail = httpx.get(handle.url + f"api/topics/{topic}?top_n=20").json()
+                assert page.locator("#detail-words .dword-text").all_inner_texts() == [
+                    w["word"] for w in detail["top_words"]]
+                assert page.inner_text("#detail-title") == f"Topic #{topic} · {detail['anchor']}"
+                assert f"snapshot v{final}" in page.inner_text("#detail-sub")
+                assert page.locator("#detail-chart path.series").count() == 1
+                # label and representative documents where the library gives them (absent: not shown)
+                assert page.locator("#detail-docs-panel").is_hidden() == (not detail["representatives"])
+                assert page.inner_text("#detail-label") == ("label: " + detail["label"] if detail["label"] else "")
+                page.keyboard.press("Escape")
+                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
+                card.focus()
+                page.keyboard.press("Enter")  # the keyboard opens it too
+                wait_until(page, "!document.getElementById('detail').classList.contains('hidden')", 5)
+                page.click("#detail-close")
+                wait_until(page, "document.getElementById('detail').classList.contains('hidden')", 5)
+                assert not errors, errors
             finally:
                 browser.close()
     finally:
@@ -171,8 +259,7 @@ def test_dashboard_sends_the_token_from_the_url_fragment():
     source.publish(model.refresh(), model=model)
     with serve_in_thread(create_app(source, token=token), "127.0.0.1", 0) as handle:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = launch(p)
             try:
                 page = browser.new_page()
                 page.goto(handle.url, wait_until="domcontentloaded")  # no token: the page says so
@@ -183,5 +270,60 @@ def test_dashboard_sends_the_token_from_the_url_fragment():
                 assert page.locator(".topic-card").count() == 6
                 assert "token" not in page.url  # taken out of the address bar (and never sent)
                 assert page.locator("#auth").is_hidden()
+            finally:
+                browser.close()
+
+
+def test_dashboard_over_a_finished_replay_shows_its_figures_labels_and_documents(tmp_path):
+    """``streamtopics serve DIR`` over a replay that has ended: the page shows the rejections,
+    malformed records and ingest rate the run recorded; with more topics than the palette has
+    colours none is shared, the small ones are grouped as "other" in the legend; the labels,
+    coherence and representative documents of the newest snapshot are on the cards and in the
+    detail."""
+    from playwright.sync_api import sync_playwright
+
+    out = tmp_path / "run"
+    summary = finished_run(out, n_topics=16)
+    extras = add_labels(sorted(out.glob("snapshot-*.json"))[-1])
+    with serve_in_thread(create_app(SnapshotDirectorySource(out)), "127.0.0.1", 0) as handle:
+        with sync_playwright() as p:
+            browser = launch(p)
+            try:
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
+                errors = []
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(handle.url, wait_until="domcontentloaded")
+                page.wait_for_selector(".topic-card", timeout=20_000)
+                assert page.locator(".topic-card").count() == len(extras) == 16
+                assert page.inner_text("#state-pill").strip().startswith("finished")
+                assert page.inner_text("#documents").replace(",", "") == str(summary.absorbed)
+                assert page.inner_text("#rejected") == f"{EMPTY_DOCUMENTS} rejected · {MALFORMED_LINES} malformed"
+                assert page.inner_text("#rate").replace(",", "") == str(round(summary.ingest_rate))
+                assert page.inner_text("#rate-note") == "docs / s · finished run"
+                rows = dict(r.split("\t") for r in page.locator("#rejected-table tr").all_inner_texts())
+                assert rows == {**{k: str(v) for k, v in summary.rejected.items()},
+                                **{f"malformed: {k}": str(v) for k, v in summary.malformed.items()}}
+
+                check_colours_and_legend(page)  # 16 topics, 12 palette colours: generated hues
+                ever = {t for h in httpx.get(handle.url + "api/history?limit=1000").json()["versions"]
+                        for t in h["prevalence"]}
+                legend = page.locator("#legend .legend-item").all_inner_texts()
+                assert len(legend) == 11 and legend[-1] == f"other · {len(ever) - 10} topics"
+
+                labels = dict(zip(page.locator(".topic-card").evaluate_all("cs => cs.map(c => c.dataset.topic)"),
+                                  page.locator(".topic-card .card-label").all_inner_texts()))
+                assert labels == {str(t): e["label"] for t, e in extras.items()}
+                card = page.locator(".topic-card").nth(2)
+                topic = int(open_detail(page, card))
+                assert f"NPMI {extras[topic]['coherence']:.2f}" in card.inner_text()
+                assert page.inner_text("#detail-label") == "label: " + extras[topic]["label"]
+                assert f"coherence (NPMI) {extras[topic]['coherence']:.3f}" in page.inner_text("#detail-sub")
+                with_text, as_tokens = extras[topic]["representatives"]
+                assert page.locator("#detail-docs .rep-text").all_inner_texts() == [with_text["text"]]
+                assert page.locator("#detail-docs .rep-words").all_inner_texts() == [" ".join(as_tokens["words"])]
+                shot = tmp_path / "detail.png"
+                page.screenshot(path=str(shot), full_page=True)
+                print(f"detail screenshot: {shot}")
+                assert not errors, errors
             finally:
                 browser.close()

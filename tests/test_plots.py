@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
+from matplotlib.colors import to_rgba
 
-from consumers.plots import plot_snapshots
+from consumers.plots import LABELLED, PALETTE, plot_snapshots, topic_colours
+from run_helpers import finished_run
 from streamtopics import StreamingTopicModel
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
@@ -58,3 +63,28 @@ def test_bad_arguments(run_dir, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError):
         plot_snapshots(tmp_path / "empty", tmp_path / "x.png")
+
+
+def test_no_two_topics_share_a_colour_and_the_legend_covers_every_line(tmp_path):
+    """More topics than the palette has colours: the figures still give each its own, and the
+    prevalence legend names the labelled topics plus one entry for all the others."""
+    many = 40
+    colours = topic_colours(range(many))
+    assert len({tuple(np.round(to_rgba(c), 4)) for c in colours.values()}) == many
+
+    run = tmp_path / "run"
+    finished_run(run, n_topics=24, n_documents=1500)
+    snapshots = [json.loads(f.read_text()) for f in sorted(run.glob("snapshot-*.json"))]
+    n_topics = len(snapshots[-1]["topics"])
+    ever = {t["id"] for snapshot in snapshots for t in snapshot["topics"]}  # the dead ones too
+    assert n_topics > len(PALETTE)
+    svg = plot_snapshots(run, tmp_path / "topics.svg", kind="top_words", top_n=3).read_text()
+    fills = set(re.findall(r"fill: (#[0-9a-f]{6})", svg)) - {"#ffffff"}
+    assert len(fills) >= n_topics, (len(fills), n_topics)
+
+    text = plot_snapshots(run, tmp_path / "prevalence.svg").read_text()
+    named = re.findall(r">#(\d+) ", text)
+    assert len(named) == LABELLED
+    assert f"other: {len(ever) - LABELLED} topics" in text
+    strong = set(re.findall(r"stroke: (#[0-9a-f]{6}); stroke-width: 1\.8", text))
+    assert len(strong) == LABELLED  # one colour per labelled topic (each drawn twice: line and legend)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import select
+import shutil
 import socket
 import time
 import warnings
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -16,12 +21,16 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
+import consumers
 from consumers.metrics import ServiceMetrics
+from consumers.run_record import RUN_RECORD, read_run_record
 from consumers.service import (
     MAX_LIMIT, MAX_TOP_N, LiveSource, SnapshotDirectorySource, create_app, openapi_schema, parse_address,
     serve_in_thread,
 )
-from streamtopics import StreamingTopicModel
+from consumers.service.topic_source import REPRESENTATIVE_CHARS
+from run_helpers import EMPTY_DOCUMENTS, MALFORMED_LINES, add_labels, finished_run
+from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 N_WORDS, N_TOPICS = 60, 4
@@ -386,8 +395,10 @@ def test_metrics_parse_and_move_with_the_stream(live, corpus):
 def test_metrics_from_a_kafka_consumer_and_a_directory(tmp_path, corpus):
     metrics = ServiceMetrics(process_metrics=False)
     metrics.update_from_consumer({"documents_absorbed": 40, "rejected": {"not_utf8": 2}, "refreshes": 3,
-                                  "last_refresh_seconds": 0.2, "snapshot_version": 3, "lag": {"t-0": 9}})
+                                  "last_refresh_seconds": 0.2, "snapshot_version": 3, "lag": {"t-0": 9},
+                                  "malformed": {"malformed_json": 4}})
     samples = metric_samples(metrics.render().decode())
+    assert samples[("streamtopics_records_malformed_total", (("reason", "malformed_json"),))] == 4
     assert samples[("streamtopics_documents_rejected_total", (("reason", "not_utf8"),))] == 2
     assert samples[("streamtopics_consumer_lag_messages", (("partition", "t-0"),))] == 9
     assert samples[("streamtopics_refreshes_total", ())] == 3
@@ -409,3 +420,213 @@ def test_two_services_do_not_share_metrics(corpus):
     a.update_metrics(documents_absorbed=5)
     assert metric_samples(b.metrics.render().decode())[("streamtopics_documents_absorbed_total", ())] == 0
     assert np.isfinite(a.metrics.ingest_rate())
+
+
+# ----------------------------------------------------------------------------- a finished run, labels
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A replay that has ended (its run.json written), and its summary."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    return out, finished_run(out)
+
+
+def test_serving_a_finished_replay_reports_the_figures_it_recorded(finished):
+    out, summary = finished
+    assert sum(summary.rejected.values()) == EMPTY_DOCUMENTS and sum(summary.malformed.values()) == MALFORMED_LINES
+    source = SnapshotDirectorySource(out, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    status = client.get("/api/status").json()
+    assert status["finished"] and status["ready"]
+    metrics = status["metrics"]
+    assert metrics["documents_absorbed"] == summary.absorbed
+    assert metrics["rejected"] == dict(summary.rejected) and metrics["documents_rejected"] == EMPTY_DOCUMENTS
+    assert metrics["malformed"] == dict(summary.malformed) and metrics["documents_malformed"] == MALFORMED_LINES
+    assert metrics["ingest_rate"] == 0  # nothing is being ingested now: the run is over
+    run = metrics["run"]
+    assert run["ingest_rate"] == pytest.approx(summary.ingest_rate) and run["ingest_rate"] > 0
+    assert run["documents"] == summary.documents and run["stopped"] is False
+
+    samples = metric_samples(client.get("/metrics").text)
+    for reason, count in summary.rejected.items():
+        assert samples[("streamtopics_documents_rejected_total", (("reason", reason),))] == count
+    for reason, count in summary.malformed.items():
+        assert samples[("streamtopics_records_malformed_total", (("reason", reason),))] == count
+    assert samples[("streamtopics_documents_absorbed_total", ())] == summary.absorbed
+    assert samples[("streamtopics_ingest_rate_documents_per_second", ())] == 0
+    assert samples[("streamtopics_run_ingest_rate_documents_per_second", ())] == pytest.approx(summary.ingest_rate)
+    assert samples[("streamtopics_run_finished", ())] == 1
+
+
+def test_a_live_service_beside_a_replay_reports_the_run_once_it_ends(tmp_path):
+    live = LiveSource()
+    summary = finished_run(tmp_path / "run", n_topics=6, live=live)
+    metrics = TestClient(create_app(live)).get("/api/status").json()["metrics"]
+    assert metrics["rejected"] == dict(summary.rejected) and metrics["malformed"] == dict(summary.malformed)
+    assert metrics["documents_absorbed"] == summary.absorbed and metrics["ingest_rate"] == 0
+    assert metrics["run"]["ingest_rate"] == pytest.approx(summary.ingest_rate)
+
+
+def test_a_replay_has_no_record_while_it_runs_and_leaves_one_when_it_ends(tmp_path):
+    out = tmp_path / "run"
+    finished_run(out, n_topics=4, n_documents=600)
+    assert read_run_record(out)["documents"] == 600 + EMPTY_DOCUMENTS
+
+    class Probe(LiveSource):
+        seen: list = []
+
+        def on_progress(self, replay):
+            super().on_progress(replay)
+            self.seen.append((out / RUN_RECORD).exists())
+
+    probe = Probe()
+    finished_run(out, n_topics=4, n_documents=900, live=probe)  # a new run in the same directory
+    assert probe.seen and not any(probe.seen)  # the earlier run's record went when this one started
+    record = read_run_record(out)
+    assert record["documents"] == 900 + EMPTY_DOCUMENTS and record["stopped"] is False
+    assert record["rejected"] == {"empty": EMPTY_DOCUMENTS}
+
+
+def test_a_run_record_that_does_not_describe_the_newest_snapshot_is_ignored(finished, tmp_path):
+    out, summary = finished
+    copy = tmp_path / "run"
+    copy.mkdir()
+    for file in [*out.glob("snapshot-*.json"), out / RUN_RECORD]:
+        shutil.copy2(file, copy / file.name)
+    source = SnapshotDirectorySource(copy, min_poll_interval=0)
+    client = TestClient(create_app(source))
+    assert client.get("/api/status").json()["finished"]
+    newest = sorted(copy.glob("snapshot-*.json"))[-1]
+    data = json.loads(newest.read_text())
+    data["version"] += 1
+    (copy / f"snapshot-{data['version']:06d}.json").write_text(json.dumps(data))  # the run goes on
+    status = client.get("/api/status").json()
+    assert not status["finished"] and status["metrics"]["run"] is None and status["metrics"]["rejected"] == {}
+    assert metric_samples(client.get("/metrics").text)[("streamtopics_run_finished", ())] == 0
+    (copy / RUN_RECORD).write_text('{"format": "streamtopics-run", "documents": -1}')  # damaged: ignored
+    assert client.get("/api/status").json()["metrics"]["run"] is None
+
+
+def test_the_ingest_rate_of_a_directory_comes_from_when_the_snapshots_were_written(finished, tmp_path):
+    """Reading a backlog of snapshot files in milliseconds is no ingest rate: each file's
+    documents count is dated by its write time."""
+    out, _ = finished
+    copy = tmp_path / "run"
+    copy.mkdir()
+    files = sorted(out.glob("snapshot-*.json"))[:2]
+    seen = [json.loads(f.read_text())["documents_seen"] for f in files]
+    now = time.time()
+    for file, written in zip(files, (now - 4.0, now - 2.0)):
+        shutil.copy(file, copy / file.name)
+        os.utime(copy / file.name, (written, written))
+    source = SnapshotDirectorySource(copy, min_poll_interval=0)
+    rate = TestClient(create_app(source)).get("/api/status").json()["metrics"]["ingest_rate"]
+    assert rate == pytest.approx((seen[1] - seen[0]) / 2.0, rel=0.05)
+    for file in copy.glob("snapshot-*.json"):
+        os.utime(file, (now - 600, now - 600))
+    old = SnapshotDirectorySource(copy, min_poll_interval=0)
+    assert TestClient(create_app(old)).get("/api/status").json()["metrics"]["ingest_rate"] == 0
+
+
+def test_labels_coherence_and_representatives_pass_through_when_present(finished, tmp_path):
+    out, _ = finished
+    newest = sorted(out.glob("snapshot-*.json"))[-1]
+    old = tmp_path / "old"  # a snapshot written before the library had them
+    old.mkdir()
+    data = json.loads(newest.read_text())
+    for name in ("labels", "coherence", "representatives"):
+        data.pop(name, None)
+        for topic in data["topics"]:
+            topic.pop(name.rstrip("s"), None)
+            topic.pop(name, None)
+    (old / newest.name).write_text(json.dumps(data))
+    # the label the library gives such a snapshot when it loads it, if any (None before it had labels)
+    labels = getattr(TopicSnapshot.load(old / newest.name), "labels", None)
+    client = TestClient(create_app(SnapshotDirectorySource(old, min_poll_interval=0)))
+    topics = client.get("/api/snapshot").json()["topics"]
+    assert [t["label"] for t in topics] == (labels or [None] * len(topics))
+    assert all(t["coherence"] is None for t in topics)
+    detail = client.get(f"/api/topics/{topics[0]['id']}").json()
+    assert detail["coherence"] is None and detail["representatives"] == []
+
+    copy = tmp_path / "run"
+    copy.mkdir()
+    shutil.copy(newest, copy / newest.name)
+    extras = add_labels(copy / newest.name)
+    client = TestClient(create_app(SnapshotDirectorySource(copy, min_poll_interval=0)))
+    topics = client.get("/api/snapshot").json()["topics"]
+    assert {t["id"]: (t["label"], t["coherence"]) for t in topics} == {
+        t: (e["label"], e["coherence"]) for t, e in extras.items()}
+    for topic, expected in extras.items():
+        detail = client.get(f"/api/topics/{topic}").json()
+        assert detail["label"] == expected["label"] and detail["coherence"] == expected["coherence"]
+        assert detail["representatives"] == expected["representatives"]
+
+    # in-process: a snapshot object that has them as attributes (per topic, in topic order)
+    snapshot = TopicSnapshot.load(copy / newest.name)
+    snapshot.labels = [extras[t]["label"] for t in snapshot.topic_ids]
+    snapshot.coherence = np.array([extras[t]["coherence"] for t in snapshot.topic_ids])
+    snapshot.representatives = [["plain text " * 100, {"text": "x", "id": 7, "score": "nan"}, 42, {"key": "no text"}]
+                                for _ in snapshot.topic_ids]  # a list in topic order, not by id
+    live = LiveSource()
+    live.publish(snapshot)
+    client = TestClient(create_app(live))
+    topic = snapshot.topic_ids[0]
+    detail = client.get(f"/api/topics/{topic}").json()
+    assert detail["label"] == extras[topic]["label"] and detail["coherence"] == pytest.approx(extras[topic]["coherence"])
+    long, short = detail["representatives"]  # what is no document (42, no text nor words) is left out
+    assert len(long["text"]) == REPRESENTATIVE_CHARS and long["key"] is None  # texts are bounded
+    assert short == {"text": "x", "words": [], "key": "7", "score": None}
+
+
+# ----------------------------------------------------------------------------- the Grafana dashboard
+GRAFANA = Path(consumers.__file__).parent / "static" / "grafana-dashboard.json"
+PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "offset",
+                   "bool"}
+
+
+def promql_metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: its identifiers less function names, label
+    names (in matchers and by/without/on lists), durations, strings and keywords."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    expr = re.sub(r"\{[^}]*\}", "", expr)
+    expr = re.sub(r"\[[^\]]*\]", "", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    return set(re.findall(r"\b[A-Za-z_:][A-Za-z0-9_:]*\b(?!\s*\()", expr)) - PROMQL_KEYWORDS
+
+
+def exported_names(metrics_text: str) -> set[str]:
+    """The sample names of every family in a /metrics answer (a counter's ``_total``, a
+    histogram's ``_bucket``/``_sum``/``_count``), whether or not it has samples yet."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "summary": ("", "_sum", "_count")}
+    names = set()
+    for family in text_string_to_metric_families(metrics_text):
+        names |= {family.name + s for s in suffixes.get(family.type, ("",))}
+        names |= {sample.name for sample in family.samples}
+    return names
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_service_exports(finished):
+    out, _ = finished
+    dashboard = json.loads(GRAFANA.read_text())
+    with serve_in_thread(create_app(SnapshotDirectorySource(out)), "127.0.0.1", 0) as handle:
+        exported = exported_names(httpx.get(handle.url + "metrics").text)
+    assert "streamtopics_documents_rejected_total" in exported and "streamtopics_run_finished" in exported
+    assert promql_metric_names('sum by (le) (rate(x_bucket{a="b(c)"}[5m])) / y offset 1h') == {"x_bucket", "y"}
+
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    variables = [v["definition"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    assert len(queries) >= 10 and variables
+    read = set()
+    for expr in queries:
+        names = promql_metric_names(expr)
+        assert names, f"no metric in {expr!r}"
+        assert names <= exported, f"{expr!r} reads {sorted(names - exported)}, which /metrics does not export"
+        read |= names
+    for definition in variables:
+        metric = re.fullmatch(r"label_values\((\w+),\s*\w+\)", definition).group(1)
+        assert metric in exported
+    # and the dashboard shows every family the service exports under its own prefix
+    ours = {name for name in exported if name.startswith("streamtopics_")}
+    histogram = {"streamtopics_refresh_duration_seconds_" + s for s in ("bucket", "sum", "count")}
+    assert ours - histogram <= read and histogram & read
+    assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])

@@ -11,7 +11,7 @@ snapshot directory (a :class:`SnapshotDirectorySource` that re-reads it as snaps
     ...
     source.finish(); handle.stop()
 
-    # standalone
+    # standalone; over a replay that has ended, its recorded figures (consumers.run_record)
     serve(create_app(SnapshotDirectorySource("runs/demo")), "127.0.0.1", 8765)
 
 Endpoints (all GET; ``/openapi.json`` describes them):
@@ -22,7 +22,9 @@ Endpoints (all GET; ``/openapi.json`` describes them):
 ``/readyz``            readiness: 200 when a snapshot exists and the stream is not stalled, else 503
 ``/api/status``        source state, throughput, lag, refreshes, memory (what the dashboard shows)
 ``/api/snapshot``      the latest snapshot with each topic's ``top_n`` words (``?top_n=`` <= 100)
-``/api/topics/{id}``   one topic: top words with probabilities, anchor, prevalence history, events
+``/api/topics/{id}``   one topic: top words with probabilities, anchor, label, coherence, representative
+                       documents (the last three where the snapshot has them), prevalence history,
+                       events
 ``/api/history``       prevalence of every topic at each snapshot (``?limit=`` <= 1000)
 ``/api/events``        births, deaths and changes (``?limit=``, ``?type=``, ``?since_version=``)
 ``/metrics``           Prometheus text format (:mod:`consumers.metrics`)

@@ -43,12 +43,12 @@ def _no_snapshot() -> HTTPException:
     return HTTPException(503, "no snapshot yet")
 
 
-def _topic_entry(snapshot: TopicSnapshot, top: dict, k: int, top_n: int, pairs: bool) -> dict:
+def _topic_entry(snapshot: TopicSnapshot, top: dict, k: int, top_n: int, pairs: bool, extras: dict) -> dict:
     topic = snapshot.topic_ids[k]
     words = top[topic][:top_n]
     return {
         "id": topic, "anchor": snapshot.anchors[k], "prevalence": float(snapshot.prevalence[k]),
-        "alpha": float(snapshot.alpha[k]),
+        "alpha": float(snapshot.alpha[k]), "label": extras["label"], "coherence": extras["coherence"],
         "top_words": ([[w, round(p, 6)] for w, p in words] if pairs
                       else [{"word": w, "probability": round(p, 6)} for w, p in words]),
     }
@@ -98,7 +98,8 @@ def create_app(source: TopicSource, token: str | None = None, *, title: str = "s
 
     def snapshot_view(request: Request):
         top_n = _int_param(request, "top_n", DEFAULT_TOP_N, 1, MAX_TOP_N)
-        snapshot, top = current(request).top_words()
+        src = current(request)
+        snapshot, top = src.top_words()
         if snapshot is None:
             raise _no_snapshot()
         return JSONResponse({
@@ -106,7 +107,8 @@ def create_app(source: TopicSource, token: str | None = None, *, title: str = "s
             "position": snapshot.position, "stream_time": snapshot.stream_time,
             "n_topics": snapshot.n_topics, "vocabulary_size": len(snapshot.vocabulary),
             "events": snapshot.events,
-            "topics": [_topic_entry(snapshot, top, k, top_n, True) for k in range(snapshot.n_topics)],
+            "topics": [_topic_entry(snapshot, top, k, top_n, True, src.extras(t))
+                       for k, t in enumerate(snapshot.topic_ids)],
         })
 
     def topic_view(request: Request):
@@ -123,7 +125,9 @@ def create_app(source: TopicSource, token: str | None = None, *, title: str = "s
         if topic not in snapshot.topic_ids:
             raise HTTPException(404, f"no topic {topic} in snapshot {snapshot.version}")
         k = snapshot.topic_ids.index(topic)
-        entry = _topic_entry(snapshot, top, k, top_n, False)
+        extras = src.extras(topic)
+        entry = _topic_entry(snapshot, top, k, top_n, False, extras)
+        entry["representatives"] = extras["representatives"]
         key = str(topic)
         entry["version"] = snapshot.version
         entry["rank"] = int(sum(p > snapshot.prevalence[k] for p in snapshot.prevalence)) + 1

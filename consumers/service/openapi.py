@@ -23,6 +23,12 @@ def openapi_schema(with_token: bool = False) -> dict:
     limit = param("limit", f"entries (1..{MAX_LIMIT}), the newest",
                   {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT})
     word = {"type": "object", "properties": {"word": {"type": "string"}, "probability": {"type": "number"}}}
+    label = {"type": "string", "nullable": True, "description": "short label (absent in older runs: null)"}
+    coherence = {"type": "number", "nullable": True, "description": "NPMI coherence (absent in older runs: null)"}
+    document = {"type": "object", "properties": {
+        "text": {"type": "string", "nullable": True, "description": "its beginning; null when the model saw no text"},
+        "words": {"type": "array", "items": {"type": "string"}}, "key": {"type": "string", "nullable": True},
+        "score": {"type": "number", "nullable": True, "description": "its weight on the topic"}}}
     schema = {
         "openapi": "3.0.3",
         "info": {"title": "streamtopics monitoring API", "version": "1",
@@ -42,7 +48,8 @@ def openapi_schema(with_token: bool = False) -> dict:
             "/api/topics": {"get": {"summary": "Topic ids, anchors and prevalences of the latest snapshot",
                                     "responses": {"200": json_response("topics"), "503": errors["503"]}}},
             "/api/topics/{topic_id}": {"get": {
-                "summary": "One topic: top words with probabilities, anchor, prevalence history, events",
+                "summary": "One topic: top words with probabilities, anchor, label, coherence, representative "
+                           "documents, prevalence history, events",
                 "parameters": [param("topic_id", "topic id", {"type": "integer", "minimum": 0}, "path", True),
                                {**top_n, "schema": {**top_n["schema"], "default": 20}},
                                param("history", f"history entries (1..{MAX_LIMIT})",
@@ -80,12 +87,15 @@ def openapi_schema(with_token: bool = False) -> dict:
                 "vocabulary_size": {"type": "integer"}, "events": {"type": "array", "items": {"type": "object"}},
                 "topics": {"type": "array", "items": {"type": "object", "properties": {
                     "id": {"type": "integer"}, "anchor": {"type": "string"}, "prevalence": {"type": "number"},
-                    "alpha": {"type": "number"},
+                    "alpha": {"type": "number"}, "label": label, "coherence": coherence,
                     "top_words": {"type": "array", "description": "[word, probability] pairs",
                                   "items": {"type": "array", "items": {}}}}}}}},
             "Topic": {"type": "object", "properties": {
                 "id": {"type": "integer"}, "version": {"type": "integer"}, "anchor": {"type": "string"},
                 "prevalence": {"type": "number"}, "alpha": {"type": "number"}, "rank": {"type": "integer"},
+                "label": label, "coherence": coherence,
+                "representatives": {"type": "array", "items": document,
+                                    "description": "a few documents typical of the topic (empty in older runs)"},
                 "top_words": {"type": "array", "items": word},
                 "history": {"type": "array", "items": {"type": "object"}},
                 "events": {"type": "array", "items": {"type": "object"}}}},

@@ -17,6 +17,7 @@ from pathlib import Path
 from streamtopics import TopicSnapshot
 
 from ..metrics import ServiceMetrics
+from ..run_record import read_run_record
 from ..snapshot_directory import SnapshotDirectory
 
 
@@ -30,6 +31,78 @@ DEFAULT_EVENTS = 100
 HISTORY_KEPT = 1000       # snapshots remembered (prevalence only; the full matrix of the latest)
 EVENTS_KEPT = 5000
 EVENT_TYPES = ("birth", "death", "change")
+REPRESENTATIVES_KEPT = 10  # documents per topic in any response
+REPRESENTATIVE_CHARS = 600  # characters of each representative document's text
+REPRESENTATIVE_WORDS = 20   # words of each representative document
+
+
+def _per_topic(value, topic_ids) -> dict:
+    """A snapshot's per-topic field -- a list in topic order or a mapping by topic id (keys
+    int or str) -- as {topic id: value}; {} when absent or of neither shape."""
+    if isinstance(value, dict):
+        return {t: value[key] for t in topic_ids for key in (t, str(t)) if key in value}
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        value = value.tolist() if hasattr(value, "tolist") else value
+        if len(value) == len(topic_ids):
+            return dict(zip(topic_ids, value))
+    return {}
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _document(value) -> dict | None:
+    """A representative document as {"text", "words", "key", "score"}: the beginning of its text
+    (cut to :data:`REPRESENTATIVE_CHARS`; None when the model saw no text), its most frequent
+    words, its key, and its weight on the topic. A bare string is its text; a document with
+    neither text nor words is left out."""
+    if isinstance(value, str):
+        value = {"text": value}
+    if not isinstance(value, dict):
+        return None
+    text = value.get("text", value.get("document"))
+    text = text[:REPRESENTATIVE_CHARS] if isinstance(text, str) else None
+    words = value.get("words")
+    words = [w for w in words if isinstance(w, str)][:REPRESENTATIVE_WORDS] if isinstance(words, (list, tuple)) else []
+    if text is None and not words:
+        return None
+    key = value.get("key", value.get("id"))
+    score = value.get("score", value.get("weight", value.get("probability")))
+    return {"text": text, "words": words, "key": None if key is None else str(key)[:200],
+            "score": None if score is None else _number(score)}
+
+
+def topic_extras(snapshot: TopicSnapshot, data: dict | None = None) -> dict[int, dict]:
+    """Each topic's ``label``, ``coherence`` and ``representatives`` where the snapshot has them
+    (newer snapshots; older runs have none: then None, None, []). Read from the snapshot's
+    attributes ``labels``, ``coherence``, ``representatives`` and, for a snapshot read from a
+    file, from its JSON ``data`` (the same names at the top level, or ``label``, ``coherence``,
+    ``representatives`` in each topic's entry)."""
+    ids = list(snapshot.topic_ids)
+    found = {name: {} for name in ("labels", "coherence", "representatives")}
+    if data is not None:
+        entries = [t for t in data.get("topics") or () if isinstance(t, dict)]
+        for name, key in (("labels", "label"), ("coherence", "coherence"), ("representatives", "representatives")):
+            found[name].update(_per_topic(data.get(name), ids))
+            found[name].update({t["id"]: t[key] for t in entries if key in t and t.get("id") in ids})
+    for name in found:
+        found[name].update(_per_topic(getattr(snapshot, name, None), ids))
+    extras = {}
+    for topic in ids:
+        label = found["labels"].get(topic)
+        documents = found["representatives"].get(topic)
+        documents = [_document(d) for d in documents] if isinstance(documents, (list, tuple)) else []
+        extras[topic] = {
+            "label": label if isinstance(label, str) and label else None,
+            "coherence": _number(found["coherence"].get(topic)),
+            "representatives": [d for d in documents if d is not None][:REPRESENTATIVES_KEPT],
+        }
+    return extras
 
 
 def _summary(version: int, documents_seen: int, stream_time, topic_ids, prevalence) -> dict:
@@ -56,10 +129,12 @@ class TopicSource:
         self._history_kept = int(history_kept)
         self._events: deque = deque(maxlen=int(events_kept))
         self._top: tuple[int, dict] | None = None  # (version, top MAX_TOP_N words by topic id)
+        self._extras: dict[int, dict] = {}         # label, coherence, representatives of the latest
         self.finished = False
 
     # -- writers
-    def _add(self, summary: dict, events: list[dict], snapshot: TopicSnapshot | None) -> None:
+    def _add(self, summary: dict, events: list[dict], snapshot: TopicSnapshot | None,
+             data: dict | None = None) -> None:
         with self._lock:
             versions = [h["version"] for h in self._history]
             at = bisect.bisect_left(versions, summary["version"])
@@ -74,10 +149,11 @@ class TopicSource:
             if snapshot is not None and (self._snapshot is None or snapshot.version >= self._snapshot.version):
                 self._snapshot = snapshot
                 self._top = None
+                self._extras = topic_extras(snapshot, data)
 
     def _reset(self) -> None:
         with self._lock:
-            self._snapshot, self._history, self._top = None, [], None
+            self._snapshot, self._history, self._top, self._extras = None, [], None, {}
             self._events.clear()
 
     # -- readers
@@ -101,6 +177,12 @@ class TopicSource:
                 if self._snapshot is snapshot:
                     self._top = top
         return snapshot, top[1]
+
+    def extras(self, topic: int) -> dict:
+        """The latest snapshot's ``label``, ``coherence`` and ``representatives`` of ``topic``
+        (:func:`topic_extras`)."""
+        with self._lock:
+            return self._extras.get(topic, {"label": None, "coherence": None, "representatives": []})
 
     def history(self, limit: int) -> list[dict]:
         with self._lock:
@@ -146,6 +228,7 @@ class LiveSource(TopicSource):
     def __init__(self, *, stall_after: float | None = 60.0, **options):
         super().__init__(stall_after=stall_after, **options)
         self._beat = time.monotonic()
+        self._run_dir: Path | None = None  # the run directory of the replay feeding it, if any
 
     def publish(self, snapshot: TopicSnapshot, model=None) -> None:
         """A new snapshot (its ``events`` are the changes since the previous one); with the
@@ -163,7 +246,8 @@ class LiveSource(TopicSource):
         self.publish(snapshot, model)
 
     def on_progress(self, replay) -> None:
-        self.update_metrics(model=replay.model)
+        self.update_metrics(model=replay.model, malformed=dict(replay.malformed))
+        self._run_dir = replay.out_dir
 
     def update_metrics(self, model=None, *, consumer: dict | None = None, lag: dict | None = None,
                        **values) -> None:
@@ -183,8 +267,12 @@ class LiveSource(TopicSource):
         self._beat = time.monotonic()
 
     def finish(self) -> None:
-        """The stream has ended (the service may keep serving the last snapshot)."""
+        """The stream has ended (the service may keep serving the last snapshot). Fed by a
+        replay (:meth:`on_progress`), the service then reports the figures the run recorded
+        (:mod:`consumers.run_record`), its own ingest rate included."""
         self.finished = True
+        if self._run_dir is not None:
+            self.metrics.set_run(read_run_record(self._run_dir))
 
     def stalled(self) -> bool:
         return (self.stall_after is not None and not self.finished
@@ -243,6 +331,7 @@ class SnapshotDirectorySource(TopicSource):
                     data = json.loads((self.path / name).read_bytes())
                     latest = i == len(new) - 1
                     snapshot = TopicSnapshot.from_dict(data) if latest else None
+                    extras_from = data if latest else None
                     summary = _summary(data["version"], data["documents_seen"], data.get("stream_time"),
                                        [t["id"] for t in data["topics"]], [t["prevalence"] for t in data["topics"]])
                     events = list(data.get("events") or [])
@@ -251,9 +340,21 @@ class SnapshotDirectorySource(TopicSource):
                     log.warning("skipping %s: %s", self.path / name, self.unreadable[name])
                     continue
                 self._seen[name] = mtime
-                self._add(summary, events, snapshot)
+                self._add(summary, events, snapshot, extras_from)
                 self.metrics.observe_snapshot(summary["version"], summary["documents_seen"],
-                                              len(data["topics"]), len(data.get("vocabulary") or ()))
+                                              len(data["topics"]), len(data.get("vocabulary") or ()), mtime)
+            self._take_run_record()
+
+    def _take_run_record(self) -> None:
+        """A replay that has ended left its record (:mod:`consumers.run_record`): while it
+        describes the newest snapshot here, the run is finished and its figures are served."""
+        record = read_run_record(self.path)
+        snapshot = self.snapshot()
+        newest = (None, None) if snapshot is None else (snapshot.version, snapshot.documents_seen)
+        if record is not None and (record["snapshot_version"], record["documents_seen"]) != newest:
+            record = None
+        self.finished = record is not None
+        self.metrics.set_run(record)
 
     def stalled(self) -> bool:
         if self.stall_after is None or self.finished:

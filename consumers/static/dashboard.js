@@ -9,7 +9,9 @@
   const SVG = "http://www.w3.org/2000/svg";
   const fmt = new Intl.NumberFormat("en-US");
   const fmt1 = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
-  const state = { version: null, rates: [], token: null, history: [] };
+  const SHOWN_LINES = 10;  // topics drawn as their own line; the rest are summed into one "other" line
+  const OTHER_COLOUR = "#9aa4b2";
+  const state = { version: null, rates: [], token: null, history: [], detail: null };
 
   // --- token from the URL fragment (never sent to the server), kept for this tab
   function takeToken() {
@@ -24,23 +26,30 @@
   window.addEventListener("hashchange", takeToken);  // a token pasted into an open page
 
   const $ = (id) => document.getElementById(id);
-  // colours stay with a topic id; the ten most prevalent topics never share one
-  const colours = new Map();
-  const color = (id) => colours.get(id) || PALETTE[((id % PALETTE.length) + PALETTE.length) % PALETTE.length];
-  function assignColours(topIds) {
-    const used = new Set();
-    for (const id of topIds) {
-      const c = colours.get(id);
-      if (c && !used.has(c)) used.add(c); else colours.delete(id);
-    }
-    for (const id of topIds) {
+  // A topic keeps its colour from snapshot to snapshot -- also through snapshots it is missing
+  // from, since a topic may drop out and come back -- and no two live topics share one. A new
+  // topic takes a palette colour never given, else the colour of the topic gone longest, else a
+  // generated hue (golden-angle steps), so more topics than the palette has colours still differ.
+  const colours = new Map();   // topic id -> colour, the gone ones included until it is needed
+  const lastSeen = new Map();  // topic id -> snapshot version it was last live in
+  const color = (id) => colours.get(id) || OTHER_COLOUR;
+  function generatedHue(i) { return `hsl(${Math.round((i * 137.508 + 17) % 360)}, 62%, 42%)`; }
+  function assignColours(liveIds, version) {
+    for (const id of liveIds) lastSeen.set(id, version);
+    const live = new Set(liveIds);
+    for (const id of liveIds) {
       if (colours.has(id)) continue;
-      const preferred = PALETTE[id % PALETTE.length];
-      const c = used.has(preferred) ? PALETTE.find((x) => !used.has(x)) || preferred : preferred;
+      const held = new Set(colours.values());
+      let c = PALETTE.find((x) => !held.has(x));
+      if (!c) {
+        const gone = [...colours.keys()].filter((g) => !live.has(g)).sort((a, b) => lastSeen.get(a) - lastSeen.get(b));
+        if (gone.length) { c = colours.get(gone[0]); colours.delete(gone[0]); }
+      }
+      for (let i = 0; !c; i++) if (!held.has(generatedHue(i))) c = generatedHue(i);
       colours.set(id, c);
-      used.add(c);
     }
   }
+  const topicName = (t) => "#" + t.id + " " + (t.label || t.anchor);
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -100,8 +109,13 @@
     setText("version", st.version == null ? "–" : String(st.version));
     setText("snapshot-age", m.snapshot_age_seconds == null ? "" : "published " + ago(m.snapshot_age_seconds));
     setText("documents", fmt.format(m.documents_absorbed || 0));
-    setText("rejected", fmt.format(m.documents_rejected || 0) + " rejected");
-    setText("rate", fmt.format(Math.round(m.ingest_rate || 0)));
+    setText("rejected", fmt.format(m.documents_rejected || 0) + " rejected"
+      + (m.documents_malformed ? " · " + fmt.format(m.documents_malformed) + " malformed" : ""));
+    const run = m.run;  // the record of a run that has ended: its own figures, not the idle present
+    setText("rate", fmt.format(Math.round(run ? run.ingest_rate : m.ingest_rate || 0)));
+    setText("rate-note", run ? "docs / s · " + (run.stopped ? "stopped" : "finished") + " run" : "docs / s");
+    $("rate-note").title = run ? `the run's documents per second of ingest (refreshes and checkpoints excluded): `
+      + `${fmt.format(run.documents_this_run)} documents in ${seconds(run.elapsed_s)} in all` : "";
     setText("lag", fmt.format(m.total_lag || 0));
     const parts = Object.keys(m.lag || {}).length;
     setText("lag-note", parts ? parts + " partition" + (parts > 1 ? "s" : "") : "no partitions");
@@ -117,7 +131,8 @@
     lineChart($("throughput-chart"), [{ values: state.rates.map((v, i) => [i, v]), color: "#3566d6", area: true }],
       { width: 320, height: 110, xTicks: false });
     table($("lag-table"), Object.entries(m.lag || {}).sort(), "no partitions reported");
-    table($("rejected-table"), Object.entries(m.rejected || {}).sort((a, b) => b[1] - a[1]), "none");
+    table($("rejected-table"), [...Object.entries(m.rejected || {}),
+      ...Object.entries(m.malformed || {}).map(([k, v]) => ["malformed: " + k, v])].sort((a, b) => b[1] - a[1]), "none");
   }
 
   function table(body, rows, emptyText) {
@@ -159,6 +174,7 @@
         root.append(svg("path", { d: a, fill: s.color, opacity: "0.12" }));
       }
       const path = svg("path", { d, class: "series" + (s.faint ? " faint" : ""), stroke: s.color });
+      if (s.id != null) path.setAttribute("data-topic", String(s.id));
       if (s.title) { const t = svg("title", {}); t.textContent = s.title; path.append(t); }
       root.append(path);
       if (s.values.length === 1) {
@@ -198,17 +214,23 @@
       bar.style.width = ((t.prevalence / maxPrev) * 100).toFixed(1) + "%";
       const words = el("div", { class: "words" },
         ...t.top_words.map(([w], i) => el("span", { class: "word" + (i < 3 ? " strong" : ""), text: w })));
-      const card = el("article", { class: "card topic-card", "data-topic": String(t.id) },
+      const card = el("article", { class: "card topic-card", "data-topic": String(t.id), tabindex: "0", role: "button",
+                                   "aria-label": "open topic " + t.id },
         el("div", { class: "card-head" },
           el("span", { class: "card-id", text: "#" + t.id }),
           el("span", { class: "card-anchor", title: "anchor word", text: t.anchor }),
           el("span", { class: "muted", text: "rank " + (rank + 1) })),
+        t.label ? el("div", { class: "card-label", title: "label", text: t.label }) : null,
         el("div", { class: "card-row" },
           el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%" }),
+          t.coherence != null ? el("span", { class: "card-coherence", title: "coherence (NPMI, -1..1)",
+                                             text: "NPMI " + t.coherence.toFixed(2) }) : null,
           sparkline(trend, c)),
         el("div", { class: "bar" }, bar),
         words);
       card.style.setProperty("--c", c);
+      card.addEventListener("click", () => openDetail(t.id));
+      card.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openDetail(t.id); } });
       if (previousIds && !previousIds.has(t.id)) card.classList.add("new");
       return card;
     });
@@ -219,64 +241,165 @@
   function renderChart(snap, history) {
     const useTime = history.length > 0 && history.every((h) => h.stream_time != null);
     const xOf = (h) => (useTime ? h.stream_time : h.documents_seen);
+    // the SHOWN_LINES most prevalent live topics get a line each; every other topic (smaller or
+    // dead) is summed into one "other" line, so the legend names every line drawn
     const ranked = [...snap.topics].sort((a, b) => b.prevalence - a.prevalence);
-    const strong = new Set(ranked.slice(0, 10).map((t) => t.id));
-    const ids = new Set(history.flatMap((h) => Object.keys(h.prevalence).map(Number)));
-    const series = [...ids].map((id) => {
-      const topic = snap.topics.find((t) => t.id === id);
-      return {
-        values: history.filter((h) => h.prevalence[String(id)] != null).map((h) => [xOf(h), h.prevalence[String(id)]]),
-        color: strong.has(id) ? color(id) : "#9aa4b2", faint: !strong.has(id),
-        title: "#" + id + (topic ? " " + topic.anchor : " (gone)"),
-      };
-    }).sort((a, b) => (a.faint === b.faint ? 0 : a.faint ? -1 : 1));
+    const shown = ranked.slice(0, SHOWN_LINES);
+    const shownIds = new Set(shown.map((t) => t.id));
+    const series = shown.map((t) => ({
+      id: t.id, color: color(t.id), title: topicName(t),
+      values: history.filter((h) => h.prevalence[String(t.id)] != null).map((h) => [xOf(h), h.prevalence[String(t.id)]]),
+    }));
+    const others = new Set(history.flatMap((h) => Object.keys(h.prevalence).map(Number)).filter((id) => !shownIds.has(id)));
+    if (others.size) {
+      series.unshift({
+        id: "other", color: OTHER_COLOUR, faint: true, title: `other · ${others.size} topics`,
+        values: history.map((h) => [xOf(h), Object.entries(h.prevalence)
+          .filter(([id]) => !shownIds.has(Number(id))).reduce((sum, [, p]) => sum + p, 0)]),
+      });
+    }
     lineChart($("prevalence-chart"), series, {
       width: 820, height: 250, percent: true,
       xLabel: useTime ? (v) => streamTime(v).slice(0, 10) : (v) => fmt.format(Math.round(v)),
     });
     setText("chart-axis", (useTime ? "x: stream time" : "x: documents seen") + ` · ${history.length} snapshots`);
-    $("legend").replaceChildren(...ranked.slice(0, 10).map((t) => {
+    const legendOrder = [...series.filter((s) => s.id !== "other"), ...series.filter((s) => s.id === "other")];
+    $("legend").replaceChildren(...legendOrder.map((s) => {
       const sw = el("span", { class: "swatch" });
-      sw.style.background = color(t.id);
-      return el("span", { class: "legend-item" }, sw, el("span", { text: "#" + t.id + " " + t.anchor }));
+      sw.style.background = s.color;
+      return el("span", { class: "legend-item", "data-topic": String(s.id), "data-colour": s.color }, sw,
+        el("span", { text: s.title }));
     }));
   }
 
+  // what an event says: a title, and the words it names -- a birth's and a death's top words
+  // (what was born, what died), the words a change brought in and took out
+  function describeEvent(e, names) {
+    const name = e.label || names.get(e.topic) || e.anchor || e.anchor_after || "";
+    const lines = [];
+    let title;
+    if (e.type === "birth") title = `Topic #${e.topic} born`;
+    else if (e.type === "death") title = `Topic #${e.topic} died`;
+    else {
+      title = `Topic #${e.topic} changed`;
+      let moved = e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after
+        ? `anchor ${e.anchor_before} → ${e.anchor_after}` : "";
+      if (e.distance != null) moved += (moved ? " · " : "") + "moved " + Number(e.distance).toFixed(2);
+      if (moved) lines.push(["", moved]);
+    }
+    if (name) title += " · " + name;
+    if (e.words && e.words.length) lines.push(["ev-words", (e.type === "death" ? "was: " : "") + e.words.join(", ")]);
+    if (e.words_in && e.words_in.length) lines.push(["ev-words ev-in", "+ " + e.words_in.join(", ")]);
+    if (e.words_out && e.words_out.length) lines.push(["ev-words ev-out", "− " + e.words_out.join(", ")]);
+    return { title, lines };
+  }
+  function eventMeta(e) {
+    return `v${e.version} · ${fmt.format(e.documents_seen)} docs` + (e.stream_time != null ? " · " + streamTime(e.stream_time) : "");
+  }
+
   function renderEvents(events, snap) {
-    const anchors = new Map(snap.topics.map((t) => [t.id, t.anchor]));
-    const list = $("events");
+    const names = new Map(snap.topics.map((t) => [t.id, t.label || t.anchor]));
     const items = [...events].reverse().map((e) => {
-      let title, detail = "";
-      if (e.type === "birth") title = `Topic #${e.topic} born` + (e.anchor ? ` · ${e.anchor}` : "");
-      else if (e.type === "death") title = `Topic #${e.topic} died`;
-      else {
-        title = `Topic #${e.topic} changed` + (anchors.has(e.topic) ? ` · ${anchors.get(e.topic)}` : "");
-        if (e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after) detail = `anchor ${e.anchor_before} → ${e.anchor_after}`;
-        if (e.distance != null) detail += (detail ? " · " : "") + "moved " + Number(e.distance).toFixed(2);
-      }
-      const meta = `v${e.version} · ${fmt.format(e.documents_seen)} docs` + (e.stream_time != null ? " · " + streamTime(e.stream_time) : "");
+      const { title, lines } = describeEvent(e, names);
       return el("li", { class: "ev ev-" + e.type },
         el("span", { class: "dot" }),
         el("div", {}, el("div", { class: "ev-title", text: title }),
-          detail ? el("div", { class: "ev-meta", text: detail }) : null,
-          el("div", { class: "ev-meta", text: meta })));
+          ...lines.map(([cls, text]) => el("div", { class: ("ev-meta " + cls).trim(), text })),
+          el("div", { class: "ev-meta", text: eventMeta(e) })));
     });
     if (!items.length) items.push(el("li", { class: "empty", text: "no events yet" }));
-    list.replaceChildren(...items);
+    $("events").replaceChildren(...items);
     setText("events-count", events.length ? events.length + " latest" : "");
   }
+
+  // --- a topic's detail (/api/topics/{id}): opened from its card, kept up to date while open
+  async function openDetail(id) {
+    state.detail = id;
+    $("detail").classList.remove("hidden");
+    $("detail-backdrop").classList.remove("hidden");
+    await loadDetail(id);
+    $("detail-close").focus();
+  }
+  function closeDetail() {
+    const id = state.detail;
+    state.detail = null;
+    $("detail").classList.add("hidden");
+    $("detail-backdrop").classList.add("hidden");
+    const card = document.querySelector(`.topic-card[data-topic="${id}"]`);
+    if (card) card.focus();
+  }
+  async function loadDetail(id) {
+    let t;
+    try {
+      t = await api("/api/topics/" + encodeURIComponent(id) + "?top_n=20");
+    } catch (err) {
+      if (!/HTTP 404/.test(String(err.message))) throw err;
+      t = null;
+    }
+    if (state.detail !== id) return;
+    const box = $("detail");
+    box.style.setProperty("--c", color(id));
+    if (!t) {
+      setText("detail-title", "Topic #" + id);
+      setText("detail-sub", "this topic is no longer in the latest snapshot");
+      setText("detail-label", "");
+      for (const part of ["detail-words", "detail-docs", "detail-events"]) $(part).replaceChildren();
+      $("detail-chart").replaceChildren();
+      box.dataset.topic = String(id);
+      return;
+    }
+    setText("detail-title", "Topic #" + t.id + " · " + t.anchor);
+    setText("detail-sub", `${(t.prevalence * 100).toFixed(1)}% of the stream · rank ${t.rank}`
+      + (t.coherence != null ? ` · coherence (NPMI) ${t.coherence.toFixed(3)}` : "") + ` · snapshot v${t.version}`);
+    setText("detail-label", t.label ? "label: " + t.label : "");
+    const maxP = Math.max(...t.top_words.map((w) => w.probability), 1e-9);
+    $("detail-words").replaceChildren(...t.top_words.map((w) => {
+      const bar = el("span", { class: "wbar" });
+      bar.style.width = ((w.probability / maxP) * 100).toFixed(1) + "%";
+      return el("li", { class: "dword" }, el("span", { class: "dword-text", text: w.word }),
+        el("span", { class: "dword-bar" }, bar), el("span", { class: "num", text: (w.probability * 100).toFixed(2) + "%" }));
+    }));
+    const useTime = t.history.length > 0 && t.history.every((h) => h.stream_time != null);
+    lineChart($("detail-chart"), [{ values: t.history.map((h) => [useTime ? h.stream_time : h.documents_seen, h.prevalence]),
+                                    color: color(id), area: true, title: topicName(t) }],
+      { width: 560, height: 170, percent: true,
+        xLabel: useTime ? (v) => streamTime(v).slice(0, 10) : (v) => fmt.format(Math.round(v)) });
+    setText("detail-chart-note", `prevalence at each of ${t.history.length} snapshots`);
+    const docs = t.representatives || [];
+    $("detail-docs-panel").classList.toggle("hidden", docs.length === 0);
+    $("detail-docs").replaceChildren(...docs.map((d) => el("li", { class: "rep" },
+      d.text != null ? el("div", { class: "rep-text", text: d.text })
+                     : el("div", { class: "rep-words", text: (d.words || []).join(" ") }),
+      d.text != null && d.words && d.words.length ? el("div", { class: "ev-meta", text: "words: " + d.words.join(", ") }) : null,
+      d.key != null || d.score != null
+        ? el("div", { class: "ev-meta", text: [d.key != null ? "key " + d.key : null,
+                                               d.score != null ? "score " + d.score.toFixed(3) : null].filter(Boolean).join(" · ") })
+        : null)));
+    const names = new Map([[t.id, t.label || t.anchor]]);
+    $("detail-events").replaceChildren(...[...t.events].reverse().slice(0, 12).map((e) => {
+      const { title, lines } = describeEvent(e, names);
+      return el("li", { class: "dev" }, el("div", { class: "ev-title", text: title }),
+        ...lines.map(([cls, text]) => el("div", { class: ("ev-meta " + cls).trim(), text })),
+        el("div", { class: "ev-meta", text: eventMeta(e) }));
+    }));
+    box.dataset.topic = String(id);
+  }
+  $("detail-close").addEventListener("click", closeDetail);  // the script is deferred: the page is parsed
+  $("detail-backdrop").addEventListener("click", closeDetail);
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && state.detail != null) closeDetail(); });
 
   async function refreshSnapshot() {
     const [snap, hist, ev] = await Promise.all([
       api("/api/snapshot?top_n=10"), api("/api/history?limit=300"), api("/api/events?limit=80"),
     ]);
     if (!snap) return false;
-    assignColours([...snap.topics].sort((a, b) => b.prevalence - a.prevalence).slice(0, 10).map((t) => t.id));
+    assignColours(snap.topics.map((t) => t.id), snap.version);
     const previousIds = state.version == null ? null : new Set(state.ids || []);
     const history = (hist && hist.versions) || [];
     renderTopics(snap, history, previousIds);
     renderChart(snap, history);
     renderEvents((ev && ev.events) || [], snap);
+    if (state.detail != null) await loadDetail(state.detail);
     state.ids = snap.topics.map((t) => t.id);
     state.version = snap.version;
     document.body.dataset.version = String(snap.version);
