@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zstandard
 
 from consumers import reasons
 from consumers.builtin_corpus import BuiltinCorpus, docstrings
 from consumers.messages import MessageDecoder
+from consumers.sources.archive_file import zstd
 from consumers.sources import Malformed, Record, SourceError, UciSource, detect_format, open_source
 from consumers.times import parse_time
 from streamtopics import StreamingTopicModel, Tokenizer
@@ -49,8 +49,8 @@ def write_all_formats(tmp_path: Path, docs: list[str]) -> dict[str, Path]:
     paths["jsonl"].write_bytes(jsonl)
     paths["gz"].write_bytes(gzip.compress(jsonl))
     half = jsonl.index(b"\n", len(jsonl) // 2) + 1  # two Zstandard frames, one after the other
-    paths["zst"].write_bytes(zstandard.ZstdCompressor().compress(jsonl[:half])
-                             + zstandard.ZstdCompressor().compress(jsonl[half:]))
+    paths["zst"].write_bytes(zstd.compress(jsonl[:half])
+                             + zstd.compress(jsonl[half:]))
     for key, delimiter in (("csv", ","), ("tsv", "\t")):
         with open(paths[key], "w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, ["id", "text", "time"], delimiter=delimiter)
@@ -183,7 +183,7 @@ def test_archives_and_messages_give_the_same_reason_for_the_same_failure(tmp_pat
 @pytest.mark.parametrize("suffix", [".gz", ".zst"])
 def test_truncated_archive_is_reported_at_the_line_where_it_ends(tmp_path, suffix):
     data = "".join(json.dumps({"text": f"document number {i} " + "word " * 30}) + "\n" for i in range(3000)).encode()
-    packed = gzip.compress(data) if suffix == ".gz" else zstandard.ZstdCompressor().compress(data)
+    packed = gzip.compress(data) if suffix == ".gz" else zstd.compress(data)
     path = tmp_path / f"cut.jsonl{suffix}"
     path.write_bytes(packed[: len(packed) // 2])
     items = list(open_source(path))
