@@ -57,13 +57,47 @@ class _LineSource(Source):
         return self.path.name
 
 
+WRONG_FIELD_AFTER = 100  # records without the text field, none with it: the field name is wrong
+SNIFFED_LINES = 20  # non-blank lines looked at to tell JSON Lines from text
+
+
 class JsonLinesSource(_LineSource):
-    """One JSON object per line; blank lines are skipped."""
+    """One JSON object per line; blank lines are skipped.
+
+    When the first :data:`WRONG_FIELD_AFTER` objects lack the text field, the field name is
+    wrong, not the records: :class:`SourceError` names the fields they do have, instead of the
+    whole archive read as malformed. Until the first record with
+    the field, malformed items are held back (no document is), so that the error is one line."""
 
     def __init__(self, path, fields: Fields = Fields(), start: int = 0):
         super().__init__(path, start)
         self.fields = fields
         self.spec = {"path": str(self.path.resolve()), "format": "jsonl", **fields.to_dict()}
+        self._without_text: list[set] | None = []  # field names of each; None once one had the text
+
+    def __iter__(self) -> Iterator[Record | Malformed]:
+        held = []
+        for item in super().__iter__():
+            if self._without_text and len(held) < 10 * WRONG_FIELD_AFTER:
+                held.append(item)
+                continue
+            yield from held
+            held.clear()
+            yield item
+        yield from held
+
+    def _check_text_field(self, row: dict) -> None:
+        if self._without_text is None:
+            return
+        if any(name in row for name in self.fields.text):
+            self._without_text = None
+            return
+        self._without_text.append(set(row))
+        if len(self._without_text) >= WRONG_FIELD_AFTER:
+            seen = sorted(set().union(*self._without_text))
+            wanted = " or ".join(map(repr, self.fields.text))
+            raise SourceError(f"{self.path}: no text field {wanted} in the first {len(self._without_text)} records "
+                              f"(their fields: {', '.join(seen) or 'none'}); name the text with --text-field")
 
     def _parse(self, raw: bytes, line: int):
         text = self._decode(raw, line)
@@ -75,7 +109,30 @@ class JsonLinesSource(_LineSource):
             row = load_object(text)
         except BadJSON as error:
             return Malformed(f"{self.path}:{line}", error.reason, error.detail)
+        self._check_text_field(row)
         return self.fields.extract(row, self._where(line))
+
+
+def looks_like_json_lines(path: Path) -> bool:
+    """Whether the first non-blank lines of a (possibly compressed) file are all JSON objects."""
+    file = ArchiveFile(path)
+    looked = 0
+    try:
+        for raw in file.lines():
+            if not raw.strip():
+                continue
+            try:
+                load_object(raw.decode("utf-8"))
+            except (BadJSON, UnicodeDecodeError):
+                return False
+            looked += 1
+            if looked == SNIFFED_LINES:
+                break
+    except ArchiveError:
+        pass
+    finally:
+        file.close()
+    return looked > 0
 
 
 class TextLinesSource(_LineSource):
