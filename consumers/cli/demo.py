@@ -52,14 +52,14 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
     with live_service(console, serve_at, allow_remote, "demo: Python standard library docstrings") as service:
         live = service[0] if service else None
         if live is not None and pace:
-            live = _PacedLive(live, pace)
+            live = PacedLive(live, pace)
         run_replay(console, engine, "demo", None, False, 8, out, live=live)
         _demo_epilogue(console, model, out)
         if service:
             serve_until_interrupted(console, service[1])
 
 
-class _PacedLive:
+class PacedLive:
     """The dashboard's live source, with a pause after each snapshot: at full speed the demo's
     snapshots come a few seconds apart, too fast to watch the page change."""
 
