@@ -12,5 +12,6 @@ fi
 # --no-compile: Python writes the bytecode of the modules it imports on first use; compiling every
 # module of scipy and numba up front (their tests included) would add ~90 MB to the virtualenv.
 .venv/bin/python -m pip install --quiet --no-compile --upgrade pip
-.venv/bin/python -m pip install --quiet --no-compile -e ".[serve]"
+# -qq: errors only (setuptools' note on editable installs is not for the demo's user).
+.venv/bin/python -m pip install -qq --no-compile -e ".[serve]"
 exec .venv/bin/streamtopics demo --serve "${STREAMTOPICS_SERVE:-127.0.0.1:8765}" "$@"

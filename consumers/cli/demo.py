@@ -112,7 +112,7 @@ def _demo_epilogue(console, model, out) -> None:
         hints.append((f"{run} serve {where}", "the dashboard over these snapshots"))
     if not missing_modules("plot"):
         hints.append((f"{run} plot {where} --out prevalence.png", ""))
-    width = max(len(command) for command, _ in hints)
+    width = max(len(command) for command, comment in hints if comment)
     console.echo(f"snapshots, checkpoint and model are in {out}; next:")
     for command, comment in hints:
         console.echo(f"  {command:<{width}}  # {comment}" if comment else f"  {command}")
