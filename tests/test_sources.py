@@ -348,3 +348,19 @@ def test_a_csv_without_a_header_row_is_named_in_the_error(tmp_path, suffix, deli
         open_source(path)
     (tmp_path / f"ok{suffix}").write_text(f"id{delimiter}text\n" + rows)
     assert len(records(open_source(tmp_path / f"ok{suffix}"))) == 40
+
+
+def test_a_wrong_text_field_on_a_kafka_topic_fails_within_the_first_messages(kafka_broker):
+    from kafka_helpers import create_topic, produce, unique
+
+    topic = unique("wrong-field")
+    create_topic(kafka_broker, topic, 1)
+    produce(kafka_broker, topic, [(None, json.dumps({"id": i, "body": f"message {i}"}).encode()) for i in range(300)])
+    source = open_source(f"kafka://{kafka_broker.bootstrap_servers}/{topic}", text_fields=["text"])
+    with pytest.raises(SourceError, match=rf"^Kafka topic '{topic}': no text field 'text' in the first 100 records "
+                                          r"\(their fields: body, id\)"):
+        for item in source:
+            pytest.fail(f"an item came before the error: {item}")
+    assert source.position == {"0": 100}
+    right = [r.document for r in open_source(f"kafka://{kafka_broker.bootstrap_servers}/{topic}", text_fields=["body"])]
+    assert right == [f"message {i}" for i in range(300)]

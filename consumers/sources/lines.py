@@ -9,7 +9,7 @@ from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
 from .archive_file import ArchiveError, ArchiveFile
-from .fields import Fields
+from .fields import Fields, TextFieldCheck
 
 
 class _LineSource(Source):
@@ -57,47 +57,21 @@ class _LineSource(Source):
         return self.path.name
 
 
-WRONG_FIELD_AFTER = 100  # records without the text field, none with it: the field name is wrong
 SNIFFED_LINES = 20  # non-blank lines looked at to tell JSON Lines from text
 
 
 class JsonLinesSource(_LineSource):
-    """One JSON object per line; blank lines are skipped.
-
-    When the first :data:`WRONG_FIELD_AFTER` objects lack the text field, the field name is
-    wrong, not the records: :class:`SourceError` names the fields they do have, instead of the
-    whole archive read as malformed. Until the first record with
-    the field, malformed items are held back (no document is), so that the error is one line."""
+    """One JSON object per line; blank lines are skipped. A wrong text-field name stops the read
+    within the first records (:class:`~consumers.sources.fields.TextFieldCheck`)."""
 
     def __init__(self, path, fields: Fields = Fields(), start: int = 0):
         super().__init__(path, start)
         self.fields = fields
         self.spec = {"path": str(self.path.resolve()), "format": "jsonl", **fields.to_dict()}
-        self._without_text: list[set] | None = []  # field names of each; None once one had the text
+        self._text_check = TextFieldCheck(fields, str(self.path))
 
     def __iter__(self) -> Iterator[Record | Malformed]:
-        held = []
-        for item in super().__iter__():
-            if self._without_text and len(held) < 10 * WRONG_FIELD_AFTER:
-                held.append(item)
-                continue
-            yield from held
-            held.clear()
-            yield item
-        yield from held
-
-    def _check_text_field(self, row: dict) -> None:
-        if self._without_text is None:
-            return
-        if any(name in row for name in self.fields.text):
-            self._without_text = None
-            return
-        self._without_text.append(set(row))
-        if len(self._without_text) >= WRONG_FIELD_AFTER:
-            seen = sorted(set().union(*self._without_text))
-            wanted = " or ".join(map(repr, self.fields.text))
-            raise SourceError(f"{self.path}: no text field {wanted} in the first {len(self._without_text)} records "
-                              f"(their fields: {', '.join(seen) or 'none'}); name the text with --text-field")
+        yield from self._text_check.held_back(super().__iter__())
 
     def _parse(self, raw: bytes, line: int):
         text = self._decode(raw, line)
@@ -109,7 +83,7 @@ class JsonLinesSource(_LineSource):
             row = load_object(text)
         except BadJSON as error:
             return Malformed(f"{self.path}:{line}", error.reason, error.detail)
-        self._check_text_field(row)
+        self._text_check.see(row)
         return self.fields.extract(row, self._where(line))
 
 
