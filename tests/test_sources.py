@@ -364,3 +364,15 @@ def test_a_wrong_text_field_on_a_kafka_topic_fails_within_the_first_messages(kaf
     assert source.position == {"0": 100}
     right = [r.document for r in open_source(f"kafka://{kafka_broker.bootstrap_servers}/{topic}", text_fields=["body"])]
     assert right == [f"message {i}" for i in range(300)]
+
+
+def test_a_headed_file_with_a_wrong_column_name_gets_the_column_error_not_the_header_one(tmp_path):
+    path = tmp_path / "news.tsv"  # text with commas: a sniffed delimiter would be ','
+    path.write_text("id\ttitle\tbody\n" + "".join(f"{i}\ta, b, c\tone, two, three, four, five, six\n"
+                                                  for i in range(20)))
+    with pytest.raises(SourceError, match=r"no column 'text' \(columns: id, title, body\)"):
+        open_source(path)
+    words_only = tmp_path / "words.csv"  # no number, but a first row of sentences is a record
+    words_only.write_text("".join(f"title {i},a sentence of more than four words\n" for i in range(5)))
+    with pytest.raises(SourceError, match="the first row looks like data, not a header row"):
+        open_source(words_only)
