@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Install what the main job needs (the package and its dependencies; no test or benchmark
-# extras, no browser, no Kafka jars), then run it: replay the built-in stream through the model
-# and keep serving its live dashboard at http://127.0.0.1:8765/ (STREAMTOPICS_SERVE changes it)
-# until Ctrl-C.
+# Install what the main job needs -- the package, its core dependencies and the 'serve' extra for
+# the dashboard; no test or benchmark extras, no browser, no Kafka jars -- then run it: replay the
+# built-in stream through the model and keep serving its live dashboard at http://127.0.0.1:8765/
+# (STREAMTOPICS_SERVE changes it) until Ctrl-C. Arguments go to `streamtopics demo`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+# --no-compile: Python writes the bytecode of the modules it imports on first use; compiling every
+# module of scipy and numba up front (their tests included) would add ~90 MB to the virtualenv.
+.venv/bin/python -m pip install --quiet --no-compile --upgrade pip
+# -qq: errors only (setuptools' note on editable installs is not for the demo's user).
+.venv/bin/python -m pip install -qq --no-compile -e ".[serve]"
 exec .venv/bin/streamtopics demo --serve "${STREAMTOPICS_SERVE:-127.0.0.1:8765}" "$@"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv in the checkout and install streamtopics with its test extras and the Kafka jars.
+# Create .venv in the checkout and install streamtopics with every extra (serve, plot, bench, dask,
+# test) and the Kafka jars.
 # Safe to re-run: it only adds what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test,bench]"
+.venv/bin/python -m pip install --quiet -e ".[all]"
 # Debian's Chromium for the dashboard's browser test (Playwright drives the system binary; no
 # browser download).
 if ! command -v chromium >/dev/null 2>&1; then

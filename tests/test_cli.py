@@ -165,7 +165,10 @@ def test_resume_from_a_bad_checkpoint_exits_2(stopped_run, tmp_path, damage):
     (["replay", "news.jsonl", "--format", "xml"], "Invalid value for '--format'"),
     (["replay", "news.csv", "--text-field", "body"], "news.csv: no column 'body' (columns: id, text)"),
     (["replay", "news.jsonl", "--speed", "60"], "--speed paces by timestamps: give --time-field"),
-    (["replay", "news.jsonl", "--text-field", "body"], "no readable record (200 malformed"),
+    (["replay", "news.jsonl", "--text-field", "body"],
+     "news.jsonl: no text field 'body' in the first 100 records (their fields: id, text, time)"),
+    (["replay", "news.txt"], "news.txt: the lines are JSON objects, not text: read it with --format jsonl"),
+    (["replay", "headless.csv"], "headless.csv: the first row looks like data, not a header row"),
     (["replay", "--resume", "--out", "nowhere"], "no checkpoint in nowhere"),
     (["replay", "news.jsonl", "--out", "busy"], "busy already holds a replay: add --resume to continue it or --force"),
     (["topics", "news.jsonl"], "news.jsonl: not a snapshot file"),
@@ -175,6 +178,8 @@ def test_resume_from_a_bad_checkpoint_exits_2(stopped_run, tmp_path, damage):
 def test_bad_input_exits_2_with_one_clear_line(tmp_path, args, message):
     write_archive(tmp_path / "news.jsonl")
     (tmp_path / "news.csv").write_text("id,text\n1,hello world\n")
+    (tmp_path / "news.txt").write_text((tmp_path / "news.jsonl").read_text())
+    (tmp_path / "headless.csv").write_text("".join(f'{i},"document {i}, with a comma"\n' for i in range(30)))
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "snapshot-000001.json").write_text("{}")
     result = cli(*args, cwd=tmp_path)

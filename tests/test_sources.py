@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zstandard
 
 from consumers import reasons
 from consumers.builtin_corpus import BuiltinCorpus, docstrings
 from consumers.messages import MessageDecoder
+from consumers.sources.archive_file import zstd
 from consumers.sources import Malformed, Record, SourceError, UciSource, detect_format, open_source
 from consumers.times import parse_time
 from streamtopics import StreamingTopicModel, Tokenizer
@@ -49,8 +49,8 @@ def write_all_formats(tmp_path: Path, docs: list[str]) -> dict[str, Path]:
     paths["jsonl"].write_bytes(jsonl)
     paths["gz"].write_bytes(gzip.compress(jsonl))
     half = jsonl.index(b"\n", len(jsonl) // 2) + 1  # two Zstandard frames, one after the other
-    paths["zst"].write_bytes(zstandard.ZstdCompressor().compress(jsonl[:half])
-                             + zstandard.ZstdCompressor().compress(jsonl[half:]))
+    paths["zst"].write_bytes(zstd.compress(jsonl[:half])
+                             + zstd.compress(jsonl[half:]))
     for key, delimiter in (("csv", ","), ("tsv", "\t")):
         with open(paths[key], "w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, ["id", "text", "time"], delimiter=delimiter)
@@ -183,7 +183,7 @@ def test_archives_and_messages_give_the_same_reason_for_the_same_failure(tmp_pat
 @pytest.mark.parametrize("suffix", [".gz", ".zst"])
 def test_truncated_archive_is_reported_at_the_line_where_it_ends(tmp_path, suffix):
     data = "".join(json.dumps({"text": f"document number {i} " + "word " * 30}) + "\n" for i in range(3000)).encode()
-    packed = gzip.compress(data) if suffix == ".gz" else zstandard.ZstdCompressor().compress(data)
+    packed = gzip.compress(data) if suffix == ".gz" else zstd.compress(data)
     path = tmp_path / f"cut.jsonl{suffix}"
     path.write_bytes(packed[: len(packed) // 2])
     items = list(open_source(path))
@@ -283,3 +283,96 @@ def test_docstrings_walks_classes_functions_and_blocks():
              b'if True:\n    def g():\n        """Guarded doc."""\n'
     assert list(docstrings("m", source)) == [
         ("m", "Module doc."), ("m:A", "Class doc."), ("m:A.f", "Method doc."), ("m:g", "Guarded doc.")]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_a_wrong_text_field_fails_within_the_first_records_naming_the_fields_there(tmp_path):
+    path = write_jsonl(tmp_path / "news.jsonl", ({"id": i, "body": f"document {i}", "time": i} for i in range(5000)))
+    source = open_source(path)
+    with pytest.raises(SourceError) as raised:
+        for item in source:
+            pytest.fail(f"an item came before the error: {item}")
+    assert str(raised.value) == (f"{path}: no text field 'text' in the first 100 records (their fields: body, id, "
+                                 "time); name the text with --text-field")
+    assert source.position == 100  # lines read: not the whole archive
+
+
+def test_the_wrong_field_error_names_every_text_field_asked_for(tmp_path):
+    path = write_jsonl(tmp_path / "news.jsonl", ({"title": f"document {i}"} for i in range(100)))
+    with pytest.raises(SourceError, match=r"no text field 'body' or 'summary' in the first 100 records \(their "
+                                          r"fields: title\)"):
+        list(open_source(path, text_fields=["body", "summary"]))
+    short = write_jsonl(tmp_path / "short.jsonl", ({"title": f"document {i}"} for i in range(99)))
+    items = list(open_source(short))  # fewer records than that: each is reported, none lost
+    assert [(i.where, i.reason) for i in items] == [(f"{short}:{n}", "missing_field") for n in range(1, 100)]
+
+
+def test_records_missing_the_text_field_before_one_that_has_it_are_reported_in_order(tmp_path):
+    rows = [{"id": i, "title": "x"} for i in range(3)] + [{"id": 3, "text": "the text"}, {"id": 4, "title": "y"}]
+    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    items = list(open_source(path))
+    assert [(type(i).__name__, getattr(i, "where", None)) for i in items] == [
+        ("Malformed", f"{path}:1"), ("Malformed", f"{path}:2"), ("Malformed", f"{path}:3"),
+        ("Record", None), ("Malformed", f"{path}:5")]
+    assert {i.reason for i in items if isinstance(i, Malformed)} == {"missing_field"}
+
+
+@pytest.mark.parametrize("name", ["news.txt", "news.txt.gz", "news.log"])
+def test_json_lines_in_a_file_named_as_text_is_an_error_not_text(tmp_path, name):
+    data = "".join(json.dumps({"id": i, "text": f"document {i}"}) + "\n" for i in range(30)).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.raises(SourceError, match=r"the lines are JSON objects, not text: read it with --format jsonl"):
+        open_source(path)
+    asked = list(open_source(path, format="lines"))  # said so explicitly: read as text
+    assert len(asked) == 30 and asked[0].document.startswith('{"id": 0')
+    assert [r.document for r in open_source(path, format="jsonl")][:2] == ["document 0", "document 1"]
+
+
+def test_text_with_a_line_that_looks_like_json_is_still_text(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text('{"a": 1}\nan ordinary line of text\n')
+    assert [r.document for r in open_source(path)] == ['{"a": 1}', "an ordinary line of text"]
+
+
+@pytest.mark.parametrize("suffix, delimiter", [(".csv", ","), (".tsv", "\t")])
+def test_a_csv_without_a_header_row_is_named_in_the_error(tmp_path, suffix, delimiter):
+    rows = "".join(f'{i}{delimiter}"document {i}, about topic {i % 3}"\n' for i in range(40))
+    path = tmp_path / f"headless{suffix}"
+    path.write_text(rows)
+    with pytest.raises(SourceError, match=rf"headless{suffix}: the first row looks like data, not a header row"):
+        open_source(path)
+    (tmp_path / f"ok{suffix}").write_text(f"id{delimiter}text\n" + rows)
+    assert len(records(open_source(tmp_path / f"ok{suffix}"))) == 40
+
+
+def test_a_wrong_text_field_on_a_kafka_topic_fails_within_the_first_messages(kafka_broker):
+    from kafka_helpers import create_topic, produce, unique
+
+    topic = unique("wrong-field")
+    create_topic(kafka_broker, topic, 1)
+    produce(kafka_broker, topic, [(None, json.dumps({"id": i, "body": f"message {i}"}).encode()) for i in range(300)])
+    source = open_source(f"kafka://{kafka_broker.bootstrap_servers}/{topic}", text_fields=["text"])
+    with pytest.raises(SourceError, match=rf"^Kafka topic '{topic}': no text field 'text' in the first 100 records "
+                                          r"\(their fields: body, id\)"):
+        for item in source:
+            pytest.fail(f"an item came before the error: {item}")
+    assert source.position == {"0": 100}
+    right = [r.document for r in open_source(f"kafka://{kafka_broker.bootstrap_servers}/{topic}", text_fields=["body"])]
+    assert right == [f"message {i}" for i in range(300)]
+
+
+def test_a_headed_file_with_a_wrong_column_name_gets_the_column_error_not_the_header_one(tmp_path):
+    path = tmp_path / "news.tsv"  # text with commas: a sniffed delimiter would be ','
+    path.write_text("id\ttitle\tbody\n" + "".join(f"{i}\ta, b, c\tone, two, three, four, five, six\n"
+                                                  for i in range(20)))
+    with pytest.raises(SourceError, match=r"no column 'text' \(columns: id, title, body\)"):
+        open_source(path)
+    words_only = tmp_path / "words.csv"  # no number, but a first row of sentences is a record
+    words_only.write_text("".join(f"title {i},a sentence of more than four words\n" for i in range(5)))
+    with pytest.raises(SourceError, match="the first row looks like data, not a header row"):
+        open_source(words_only)

@@ -30,6 +30,7 @@ import click
 
 from streamtopics.state import CorruptStateError
 
+from ..extras import MissingExtra
 from ..records import SourceError
 from ..replay import CheckpointError
 from .bench import bench
@@ -71,6 +72,8 @@ class _Group(click.Group):
                 raise
             if isinstance(error, (SourceError, CheckpointError, CorruptStateError)):
                 raise BadInput(str(error)) from None
+            if isinstance(error, MissingExtra):
+                raise Failure(str(error)) from None
             raise Failure(f"{type(error).__name__}: {error}") from None
 
 

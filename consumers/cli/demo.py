@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -10,6 +13,8 @@ import click
 from streamtopics import StreamingTopicModel
 
 from .. import builtin_corpus
+from ..extras import missing_modules
+from ..kernel_cache import COMPILING_MESSAGE, first_compile
 from ..replay import Replay
 from .console import Console, topic_table
 from .options import live_service, serve_options, serve_until_interrupted
@@ -22,8 +27,11 @@ from .replay import _prepare_out, run_replay
 @click.option("--topics", "n_topics", type=click.IntRange(min=2), default=20, show_default=True)
 @click.option("--snapshot-every", type=click.IntRange(min=1), default=500, show_default=True, metavar="N")
 @click.option("-q", "--quiet", is_flag=True, help="Only the final topics and the summary.")
+@click.option("--pace", type=click.FloatRange(min=0), default=2.0, show_default=True, metavar="SECONDS",
+              help="With --serve: pause this long after each snapshot, so that the dashboard can be "
+                   "watched changing (0: full speed). Without --serve the demo always runs at full speed.")
 @serve_options
-def demo(out, n_topics, snapshot_every, quiet, serve_at, allow_remote):
+def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
     """The main job: replay the built-in stream and watch topics form.
 
     The stream is the documentation of the Python standard library that ships with every
@@ -35,15 +43,59 @@ def demo(out, n_topics, snapshot_every, quiet, serve_at, allow_remote):
     version = ".".join(map(str, sys.version_info[:3]))
     console.echo(f"streamtopics demo: replaying the docstrings of the Python {version} standard library "
                  f"({n_topics} topics, a snapshot every {snapshot_every} documents) into {out}")
+    if first_compile():
+        console.echo(COMPILING_MESSAGE)
     _prepare_out(out, force=True)
     model = StreamingTopicModel(n_topics, vocabulary_size=3000, warmup_documents=800,
                                 tokenizer=builtin_corpus.tokenizer())
     engine = Replay(model, builtin_corpus.BuiltinCorpus(), out, every_documents=snapshot_every)
     with live_service(console, serve_at, allow_remote, "demo: Python standard library docstrings") as service:
-        run_replay(console, engine, "demo", None, False, 8, out, live=service[0] if service else None)
+        live = service[0] if service else None
+        if live is not None and pace:
+            live = PacedLive(live, pace)
+        run_replay(console, engine, "demo", None, False, 8, out, live=live)
         _demo_epilogue(console, model, out)
         if service:
             serve_until_interrupted(console, service[1])
+
+
+class PacedLive:
+    """The dashboard's live source, with a pause after each snapshot: at full speed the demo's
+    snapshots come a few seconds apart, too fast to watch the page change."""
+
+    def __init__(self, live, pause: float):
+        self.live, self.pause = live, pause
+
+    def on_snapshot(self, snapshot, path=None, model=None) -> None:
+        self.live.on_snapshot(snapshot, path, model=model)
+        time.sleep(self.pause)
+
+    def on_progress(self, replay) -> None:
+        self.live.on_progress(replay)
+
+    def finish(self) -> None:
+        self.live.finish()
+
+
+def command_prefix() -> str:
+    """How to run ``streamtopics`` again from this shell, as this process was started: the plain
+    name when it is on the PATH, else the script's path (``.venv/bin/streamtopics``), or
+    ``python -m consumers.cli``."""
+    script = Path(sys.argv[0])
+    if script.name == "__main__.py":
+        return f"{shlex.quote(_relative(Path(sys.executable)))} -m consumers.cli"
+    on_path = shutil.which(script.name)
+    if on_path and Path(on_path).resolve() == script.resolve():
+        return script.name
+    return shlex.quote(_relative(script))
+
+
+def _relative(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (``.venv/bin/x``)."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path.absolute())
 
 
 def _demo_epilogue(console, model, out) -> None:
@@ -52,9 +104,15 @@ def _demo_epilogue(console, model, out) -> None:
     for row in topic_table(model.snapshot, 8):
         console.echo("  " + row)
     console.echo("")
+    run, where = command_prefix(), shlex.quote(str(out))
+    hints = [(f"{run} topics {where}", "the latest topics"),
+             (f"{run} events {where}", "births, deaths and changes across the snapshots"),
+             (f"echo 'open a socket and send bytes' | {run} infer --model {where}", "")]
+    if not missing_modules("serve"):
+        hints.append((f"{run} serve {where}", "the dashboard over these snapshots"))
+    if not missing_modules("plot"):
+        hints.append((f"{run} plot {where} --out prevalence.png", ""))
+    width = max(len(command) for command, comment in hints if comment)
     console.echo(f"snapshots, checkpoint and model are in {out}; next:")
-    console.echo(f"  streamtopics topics {out}        # the latest topics")
-    console.echo(f"  streamtopics events {out}        # births, deaths and changes across the snapshots")
-    console.echo(f"  echo 'open a socket and send bytes' | streamtopics infer --model {out}")
-    console.echo(f"  streamtopics serve {out}         # the dashboard over these snapshots")
-    console.echo(f"  streamtopics plot {out} --out prevalence.png")
+    for command, comment in hints:
+        console.echo(f"  {command:<{width}}  # {comment}" if comment else f"  {command}")

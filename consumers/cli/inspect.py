@@ -9,6 +9,7 @@ import click
 
 from streamtopics import TopicSnapshot
 
+from ..extras import require
 from ..snapshot_directory import SnapshotDirectory
 from .console import BadInput, event_lines, snapshot_heading, topic_table
 
@@ -30,6 +31,7 @@ def plot(path, out_path, kind, top_n, max_topics):
       streamtopics plot runs/demo --out prevalence.png
       streamtopics plot runs/demo --kind top_words --words 8 --out topics.svg
     """
+    require("plot", "streamtopics plot")
     from ..plots import plot_snapshots
 
     try:

@@ -13,6 +13,7 @@ import click
 from streamtopics import config as model_config
 from streamtopics.text import Tokenizer, english_stop_words
 
+from ..extras import require
 from ..signals import on_stop_signals
 from ..sources import FORMATS
 from ..times import parse_time
@@ -139,6 +140,7 @@ def live_service(console: "Console", serve_at: str | None, allow_remote: bool, t
     if not serve_at:
         yield None
         return
+    require("serve", f"{click.get_current_context().command_path} --serve")
     from ..service import LiveSource, create_app, parse_address, serve_in_thread
 
     try:

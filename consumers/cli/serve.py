@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..extras import require
 from .console import BadInput
 from .options import _duration
 
@@ -28,6 +29,7 @@ def serve(path, host, port, allow_remote, stall_after):
     picked up as they appear. Open http://HOST:PORT/ in a browser; the API is described at
     /openapi.json. The bearer token, if any, is read from $STREAMTOPICS_TOKEN.
     """
+    require("serve", "streamtopics serve")
     from ..service import SnapshotDirectorySource, check_bind, create_app, serve as run_service
 
     if not path.is_dir():

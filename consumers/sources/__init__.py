@@ -13,7 +13,7 @@ Formats (``format="auto"`` picks one from the path):
 ========  ==========================================================================
 jsonl     JSON Lines, one object per line (``.jsonl``, ``.ndjson``, ``.json``)
 csv/tsv   a header row, then one row per document (``.csv``, ``.tsv``)
-lines     plain text, one document per line (any other file)
+lines     plain text, one document per line (any other file; JSON Lines there is an error)
 dir       a directory of text files, one document per file, in sorted path order
 uci       UCI bag of words: ``docword.NAME.txt`` with ``vocab.NAME.txt`` beside it
 kafka     ``kafka://HOST:PORT/TOPIC``, from the beginning, an offset or a timestamp
@@ -39,7 +39,7 @@ from .delimited import CsvSource
 from .directory import DirectorySource
 from .fields import Fields
 from .kafka_topic import KafkaSource, parse_kafka_url
-from .lines import JsonLinesSource, TextLinesSource
+from .lines import JsonLinesSource, TextLinesSource, looks_like_json_lines
 from .uci import UciSource
 
 __all__ = [
@@ -86,6 +86,9 @@ def open_source(path: str, format: str = "auto", *, text_fields=None, id_field: 
         if not path.startswith("kafka://") and path != "builtin" and not Path(path).exists():
             raise SourceError(f"no such file or directory: {path}")
         format = detect_format(path)
+        if format == "lines" and looks_like_json_lines(Path(path)):
+            raise SourceError(f"{path}: the lines are JSON objects, not text: read it with --format jsonl "
+                              "(and --text-field NAME if the text is not in 'text')")
     fields = Fields(tuple(text_fields or ("text",)), id_field, time_field, time_format)
     if format == "jsonl":
         return JsonLinesSource(path, fields, start)

@@ -9,7 +9,10 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
-import zstandard
+try:
+    from compression import zstd  # Python 3.14+
+except ImportError:
+    from backports import zstd  # the same module for older Pythons (1 MB; zstandard is 23 MB)
 
 from ..records import SourceError
 
@@ -20,11 +23,10 @@ class ArchiveError(Exception):
 
 class _ZstdReader(io.RawIOBase):
     """Decompress a Zstandard file frame by frame, raising :class:`ArchiveError` when it
-    ends inside a frame (``zstandard.stream_reader`` would stop there silently)."""
+    ends inside a frame (a plain streaming reader would stop there silently)."""
 
     def __init__(self, raw):
         self._raw = raw
-        self._decompressor = zstandard.ZstdDecompressor()
         self._frame = None
         self._buffer, self._offset = b"", 0
 
@@ -41,10 +43,10 @@ class _ZstdReader(io.RawIOBase):
             output = []
             while chunk:
                 if self._frame is None:
-                    self._frame = self._decompressor.decompressobj()
+                    self._frame = zstd.ZstdDecompressor()  # one frame each
                 try:
                     output.append(self._frame.decompress(chunk))
-                except zstandard.ZstdError as error:
+                except zstd.ZstdError as error:
                     raise ArchiveError(f"corrupt Zstandard data ({error})") from None
                 chunk = b""
                 if self._frame.eof:

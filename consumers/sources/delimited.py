@@ -46,6 +46,9 @@ class CsvSource(Source):
         if header is None:
             raise SourceError(f"{self.path}: empty file, expected a header row")
         missing = [f for f in self.fields.text + ((self.fields.time,) if self.fields.time else ()) if f not in header]
+        if missing and _looks_like_data(header):
+            raise SourceError(f"{self.path}: the first row looks like data, not a header row (a "
+                              f"{self.spec['format'].upper()} file starts with its column names, e.g. id,text)")
         if missing:
             raise SourceError(f"{self.path}: no column {missing[0]!r} (columns: {', '.join(header)})")
 
@@ -95,3 +98,18 @@ def _is_utf8(text: str) -> bool:
         return True
     except UnicodeEncodeError:
         return False
+
+
+def _looks_like_data(row: list[str]) -> bool:
+    """Whether a first row is a record rather than column names: a cell that is a number, or
+    one of more than four words (a name is neither; csv.Sniffer.has_header guesses the
+    delimiter again and misjudges a TSV whose text holds commas)."""
+    for cell in row:
+        if len(cell.split()) > 4:
+            return True
+        try:
+            float(cell)
+            return True
+        except ValueError:
+            pass
+    return False

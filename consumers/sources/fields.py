@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Iterator, Mapping
 
 from .. import reasons
-from ..records import Malformed, Record
+from ..records import Malformed, Record, SourceError
 from ..times import parse_time
 from ..untrusted_json import BadJSON, check_text
 
@@ -64,3 +64,44 @@ class Fields:
 
 
 # ---------------------------------------------------------------------------------- files
+
+
+WRONG_FIELD_AFTER = 100  # objects without the text field, none with it: the field name is wrong
+
+
+class TextFieldCheck:
+    """Tells a wrong text-field name from records that lack the field.
+
+    When the first :data:`WRONG_FIELD_AFTER` objects of a read all lack every text field,
+    :meth:`see` raises :class:`SourceError` naming the fields they do have, instead of the whole
+    archive going by as malformed records. :meth:`held_back` holds the malformed items back until
+    the question is settled (no document is held: one with the field settles it), so that the
+    error comes as one line rather than after a screen of warnings."""
+
+    def __init__(self, fields: Fields, source_name: str):
+        self.fields, self.source_name = fields, source_name
+        self._without_text: list[set] | None = []  # field names of each; None once one had the text
+
+    def see(self, row: Mapping) -> None:
+        if self._without_text is None:
+            return
+        if any(name in row for name in self.fields.text):
+            self._without_text = None
+            return
+        self._without_text.append(set(row))
+        if len(self._without_text) >= WRONG_FIELD_AFTER:
+            seen = sorted(set().union(*self._without_text))
+            wanted = " or ".join(map(repr, self.fields.text))
+            raise SourceError(f"{self.source_name}: no text field {wanted} in the first {len(self._without_text)} "
+                              f"records (their fields: {', '.join(seen) or 'none'}); name the text with --text-field")
+
+    def held_back(self, items: Iterable[Record | Malformed]) -> Iterator[Record | Malformed]:
+        held = []
+        for item in items:
+            if self._without_text and len(held) < 10 * WRONG_FIELD_AFTER:
+                held.append(item)
+                continue
+            yield from held
+            held.clear()
+            yield item
+        yield from held

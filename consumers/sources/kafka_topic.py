@@ -7,7 +7,7 @@ from typing import Iterator
 from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
-from .fields import Fields
+from .fields import Fields, TextFieldCheck
 
 
 class KafkaSource(Source):
@@ -15,7 +15,8 @@ class KafkaSource(Source):
 
     ``start`` is ``"beginning"``, an offset (the same on every partition) or a time (seconds
     since the epoch: each partition from its first message at or after it). Message values are
-    UTF-8 text, or JSON objects read with ``fields`` when given; the key is the message key and
+    UTF-8 text, or JSON objects read with ``fields`` when given (a wrong text-field name stops
+    the read within the first records); the key is the message key and
     the timestamp the message's. Position = ``{partition: next offset}``. Only a one-partition
     topic replays in a fixed order.
     """
@@ -26,6 +27,7 @@ class KafkaSource(Source):
 
         servers, topic = parse_kafka_url(url)
         self.topic, self.fields, self.timeout_s = topic, fields, timeout_s
+        self._text_check = TextFieldCheck(fields, f"Kafka topic {topic!r}") if fields else None
         self.spec = {"path": url, "format": "kafka", "kafka_start": start,
                      **(fields.to_dict() if fields else {"text_fields": None})}
         try:
@@ -58,6 +60,10 @@ class KafkaSource(Source):
         return {str(tp.partition): offset for tp, offset in self._next.items()}
 
     def __iter__(self) -> Iterator[Record | Malformed]:
+        messages = self._messages()
+        return self._text_check.held_back(messages) if self._text_check else messages
+
+    def _messages(self) -> Iterator[Record | Malformed]:
         import time
 
         deadline = time.monotonic() + self.timeout_s
@@ -93,6 +99,7 @@ class KafkaSource(Source):
             row = load_object(text)
         except BadJSON as error:
             return Malformed(where, error.reason, error.detail)
+        self._text_check.see(row)
         record = self.fields.extract(row, lambda: where)
         if isinstance(record, Record) and (record.key is None or record.timestamp is None):
             record = Record(record.document, record.key if record.key is not None else key,

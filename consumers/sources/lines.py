@@ -9,7 +9,7 @@ from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
 from .archive_file import ArchiveError, ArchiveFile
-from .fields import Fields
+from .fields import Fields, TextFieldCheck
 
 
 class _LineSource(Source):
@@ -57,13 +57,21 @@ class _LineSource(Source):
         return self.path.name
 
 
+SNIFFED_LINES = 20  # non-blank lines looked at to tell JSON Lines from text
+
+
 class JsonLinesSource(_LineSource):
-    """One JSON object per line; blank lines are skipped."""
+    """One JSON object per line; blank lines are skipped. A wrong text-field name stops the read
+    within the first records (:class:`~consumers.sources.fields.TextFieldCheck`)."""
 
     def __init__(self, path, fields: Fields = Fields(), start: int = 0):
         super().__init__(path, start)
         self.fields = fields
         self.spec = {"path": str(self.path.resolve()), "format": "jsonl", **fields.to_dict()}
+        self._text_check = TextFieldCheck(fields, str(self.path))
+
+    def __iter__(self) -> Iterator[Record | Malformed]:
+        yield from self._text_check.held_back(super().__iter__())
 
     def _parse(self, raw: bytes, line: int):
         text = self._decode(raw, line)
@@ -75,7 +83,30 @@ class JsonLinesSource(_LineSource):
             row = load_object(text)
         except BadJSON as error:
             return Malformed(f"{self.path}:{line}", error.reason, error.detail)
+        self._text_check.see(row)
         return self.fields.extract(row, self._where(line))
+
+
+def looks_like_json_lines(path: Path) -> bool:
+    """Whether the first non-blank lines of a (possibly compressed) file are all JSON objects."""
+    file = ArchiveFile(path)
+    looked = 0
+    try:
+        for raw in file.lines():
+            if not raw.strip():
+                continue
+            try:
+                load_object(raw.decode("utf-8"))
+            except (BadJSON, UnicodeDecodeError):
+                return False
+            looked += 1
+            if looked == SNIFFED_LINES:
+                break
+    except ArchiveError:
+        pass
+    finally:
+        file.close()
+    return looked > 0
 
 
 class TextLinesSource(_LineSource):

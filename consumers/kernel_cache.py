@@ -1,0 +1,55 @@
+"""Whether numba's on-disk cache holds any of the library's compiled kernels yet, so that the
+command line can say "compiling kernels, once" on a first run and stay quiet afterwards.
+
+The library's hot loops are ``@njit(cache=True)`` kernels: the first run compiles them (about
+25 s on two cores) and numba keeps the machine code in an index (``*.nbi``) and data files in
+its cache directory (``__pycache__`` beside the module, or ``$NUMBA_CACHE_DIR``). Looking for
+those index files costs a few milliseconds and compiles nothing. An index older than its source
+does not count: numba recompiles then.
+
+    >>> import streamtopics
+    >>> len(kernels()) > 10
+    True
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+from numba.core.caching import CompileResultCacheImpl
+from numba.core.dispatcher import Dispatcher
+
+COMPILING_MESSAGE = "compiling kernels, once, ~25 s (numba caches them on disk for the next runs)"
+
+
+def kernels() -> list[Dispatcher]:
+    """The numba kernels of the library's imported modules (``import streamtopics`` imports
+    all of them)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "streamtopics" or name.startswith("streamtopics."):
+            found += [v for v in vars(module).values() if isinstance(v, Dispatcher) and v.__module__ == name]
+    return found
+
+
+def is_cached(kernel: Dispatcher) -> bool:
+    """Whether numba's cache has an index for ``kernel`` that is newer than its source."""
+    try:
+        cache = CompileResultCacheImpl(kernel.py_func)
+    except RuntimeError:  # no writable cache location: numba compiles on every run
+        return False
+    index = Path(cache.locator.get_cache_path()) / f"{cache.filename_base}.nbi"
+    source = Path(inspect.getfile(kernel.py_func))
+    try:
+        return index.stat().st_mtime >= source.stat().st_mtime
+    except OSError:
+        return False
+
+
+def first_compile() -> bool:
+    """True when no kernel of the library is cached yet: this run compiles them."""
+    import streamtopics  # noqa: F401  (registers the kernel modules)
+
+    return not any(is_cached(kernel) for kernel in kernels())

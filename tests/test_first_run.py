@@ -1,0 +1,130 @@
+"""A newcomer's first run: a missing extra is one line naming it, the first-compile message
+follows numba's on-disk cache, the demo's hints are runnable, and the served demo is paced."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from consumers.cli.demo import PacedLive, command_prefix
+from consumers.extras import EXTRAS, MissingExtra, missing_modules, require
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli_without(modules, *args, cwd):
+    """``streamtopics ARGS`` in a Python where ``modules`` cannot be imported."""
+    blocked = "; ".join(f"sys.modules[{m!r}] = None" for m in modules)
+    code = f"import sys; {blocked}; from consumers.cli import main; main(prog_name='streamtopics')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("blocked, args, message", [
+    (["starlette"], ["serve", "."],
+     "streamtopics serve needs the 'serve' extra (starlette not installed): pip install 'streamtopics[serve]'"),
+    (["uvicorn", "starlette"], ["demo", "--out", "run", "--serve", "127.0.0.1:0"],
+     "streamtopics demo --serve needs the 'serve' extra (starlette, uvicorn not installed): "
+     "pip install 'streamtopics[serve]'"),
+    (["matplotlib"], ["plot", ".", "--out", "p.png"],
+     "streamtopics plot needs the 'plot' extra (matplotlib not installed): pip install 'streamtopics[plot]'"),
+])
+def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path, blocked, args, message):
+    result = cli_without(blocked, *args, cwd=tmp_path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert result.stderr.splitlines() == [f"Error: {message}"]
+
+
+def test_require_and_missing_modules_follow_what_imports(monkeypatch):
+    assert missing_modules("serve") == [] and require("serve", "x") is None  # the test install has them all
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert missing_modules("dask") == ["distributed"]
+    with pytest.raises(MissingExtra, match=r"^the Dask replay needs the 'dask' extra \(distributed not installed\): "
+                                           r"pip install 'streamtopics\[dask\]'$"):
+        require("dask", "the Dask replay")
+    assert set(EXTRAS) == {"serve", "plot", "bench", "dask"}
+
+
+def test_a_kernel_counts_as_cached_once_numba_wrote_its_index_and_not_after_its_source_changed(tmp_path):
+    (tmp_path / "kernels_here.py").write_text(textwrap.dedent("""
+        from numba import njit
+
+        @njit(cache=True)
+        def twice(x):
+            return 2 * x
+    """))
+    code = textwrap.dedent("""
+        import os, sys
+        sys.path.insert(0, sys.argv[1])
+        from consumers.kernel_cache import is_cached
+        import kernels_here
+        before = is_cached(kernels_here.twice)
+        kernels_here.twice(3)
+        after = is_cached(kernels_here.twice)
+        source = kernels_here.__file__
+        os.utime(source, (os.path.getmtime(source) + 60,) * 2)
+        print(before, after, is_cached(kernels_here.twice))
+    """)
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.stdout.split() == ["False", "True", "False"], result.stderr
+
+
+def test_first_compile_is_true_with_an_empty_numba_cache_and_lists_the_library_kernels(tmp_path):
+    code = ("from consumers.kernel_cache import first_compile, kernels; "
+            "print(first_compile(), sorted({k.__module__ for k in kernels()}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                            env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert result.stdout.startswith("True "), result.stderr
+    for module in ("streamtopics.cooccurrence", "streamtopics.inference", "streamtopics.recovery",
+                   "streamtopics.trackers"):
+        assert module in result.stdout
+
+
+def test_the_hint_prefix_is_the_way_this_process_was_started(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / ".venv" / "bin" / "streamtopics"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert command_prefix() == ".venv/bin/streamtopics"
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert command_prefix() == "streamtopics"
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "consumers" / "cli" / "__main__.py")])
+    assert command_prefix().endswith(" -m consumers.cli")
+
+
+class RecordingLive:
+    def __init__(self):
+        self.calls = []
+
+    def on_snapshot(self, snapshot, path=None, model=None):
+        self.calls.append(("snapshot", snapshot, path, model, time.perf_counter()))
+
+    def on_progress(self, replay):
+        self.calls.append(("progress", replay))
+
+    def finish(self):
+        self.calls.append(("finish",))
+
+
+def test_the_paced_live_source_passes_everything_on_and_pauses_after_each_snapshot():
+    live = RecordingLive()
+    paced = PacedLive(live, 0.2)
+    start = time.perf_counter()
+    paced.on_snapshot("s1", "p1", model="m")
+    after_first = time.perf_counter()
+    paced.on_progress("r")
+    paced.on_snapshot("s2")
+    paced.finish()
+    assert after_first - start >= 0.2
+    assert [c[:4] for c in live.calls if c[0] == "snapshot"] == [("snapshot", "s1", "p1", "m"),
+                                                                  ("snapshot", "s2", None, None)]
+    assert [c for c in live.calls if c[0] != "snapshot"] == [("progress", "r"), ("finish",)]
