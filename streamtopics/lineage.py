@@ -18,6 +18,7 @@ import numpy as np
 
 from .alignment import MissingTopic, align_topics
 from .config import ModelConfig
+from .labels import LABEL_WORDS, SEPARATOR
 from .refinement import choose_alpha_scale, refine_topics
 from .refresh import match_columns, recover_topics, select_anchors
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
@@ -51,6 +52,7 @@ class RefreshState:
         self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
         self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
         self.announced: dict[int, tuple[str, list[str]]] = {}  # during the burn-in: id -> anchor, words
+        self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
@@ -164,8 +166,23 @@ class RefreshState:
             background_share=result.background_share,
         )
         self.snapshot = snapshot
-        snapshot.events.extend(self._events(previous, snapshot, alignment))
+        snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment), snapshot))
         return snapshot
+
+    def _labelled(self, events: list[dict], snapshot: TopicSnapshot) -> list[dict]:
+        """The events with their topic's label: its label in ``snapshot``, or for a topic that
+        is gone the one it had when last seen; then remembers the labels of every topic that may
+        still make an event."""
+        self.labels.update(zip(snapshot.topic_ids, snapshot.labels))
+        out = []
+        for event in events:
+            topic = event["topic"]
+            label = self.labels.get(topic) or SEPARATOR.join(event.get("words", [])[:LABEL_WORDS])
+            out.append({"type": event["type"], "topic": topic, "label": label, **event})
+        alive = (set(snapshot.topic_ids) | set(self.missing) | set(self.announced) | set(self.unannounced)
+                 | self.significant)
+        self.labels = {t: label for t, label in self.labels.items() if t in alive}
+        return out
 
     def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str],
                replaced_slots: set[int] | None):

@@ -1,0 +1,167 @@
+"""What a refresh says about its topics from the documents the model keeps: their coherence and
+their representative documents.
+
+Both are computed at refresh time over the refinement reservoir (a bounded sample of the stream,
+:class:`~streamtopics.refinement.Reservoir`) and never on the ingest path: ingest computes no
+topic mixtures (the drift monitor aside, which is off by default), and inferring every document's
+mixture there would cost more than the co-occurrence update itself. The refresh already holds the
+reservoir; one inference pass over it (at most ``MIXTURE_UPDATES`` multiplicative updates per
+document) costs a fraction of the refinement's 30 EM iterations over the same documents.
+
+* :func:`topic_coherence`: NPMI of each topic's 10 most probable words
+  (:func:`~streamtopics.evaluation.coherence_npmi`) with the reservoir as reference corpus.
+* :func:`representative_documents`: per topic the ``per_topic`` kept documents of largest
+  mixture weight on it, with their words and, where the model saw text, the document's key and
+  the beginning of its text from :class:`DocumentExcerpts`.
+* :class:`DocumentExcerpts`: the key and first ``EXCERPT_CHARS`` characters of the documents the
+  reservoir keeps. Same capacity and same rule as the reservoir (the smallest key hashes, or the
+  most recent documents), so its documents are the reservoir's: at most ``reservoir_size``
+  excerpts (about 2 MB at the default 8,000). Ingest pays one comparison per document, a heap
+  push and a string slice for the documents it keeps.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import scipy.sparse as sp
+
+from .documents import DocumentBatch
+from .evaluation import coherence_npmi
+from .inference import infer_mixtures
+
+EXCERPT_CHARS = 200  # characters of a document's text kept to show it
+COHERENCE_WORDS = 10  # top words whose pairs the NPMI averages
+REPRESENTATIVES = 3  # documents shown per topic
+DOCUMENT_WORDS = 10  # words shown of a representative document (its most frequent)
+MIXTURE_UPDATES = 50  # multiplicative updates per document when ranking the kept documents
+
+
+def excerpt_of(document) -> str | None:
+    """The beginning of a document's text, whitespace collapsed (None for a document given as
+    tokens or counts: there is no text to show)."""
+    if isinstance(document, (bytes, bytearray, memoryview)):
+        document = bytes(document[: 4 * EXCERPT_CHARS]).decode("utf-8", "replace")
+    if not isinstance(document, str):
+        return None
+    return " ".join(document[: 2 * EXCERPT_CHARS].split())[:EXCERPT_CHARS]
+
+
+def _shown_key(key):
+    if key is None or isinstance(key, (int, str)):
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key).decode("utf-8", "replace")
+    return str(key)
+
+
+class DocumentExcerpts:
+    """Key and text excerpt of the documents a :class:`~streamtopics.refinement.Reservoir` of the
+    same ``capacity`` and ``kind`` keeps, by key hash (see the module docstring).
+
+    >>> excerpts = DocumentExcerpts(capacity=2, kind="uniform")
+    >>> for key_hash, text in [(30, "third"), (10, "first"), (20, "second")]:
+    ...     excerpts.add(key_hash, f"doc-{key_hash}", text)
+    >>> sorted(excerpts.items())
+    [(10, 'doc-10', 'first'), (20, 'doc-20', 'second')]
+    """
+
+    def __init__(self, capacity: int, kind: str = "recent"):
+        if kind not in ("recent", "uniform"):
+            raise ValueError("excerpts follow a 'recent' or 'uniform' reservoir")
+        self.capacity = int(capacity)
+        self.kind = kind
+        self.kept: dict[int, tuple] = {}  # key hash -> (key, excerpt); recent: oldest first
+        self.largest: list[int] = []  # uniform: negated kept hashes, largest kept hash on top
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def add(self, key_hash: int, key, document) -> None:
+        """Offer a document (raw text, bytes or any other form; only text is kept)."""
+        key_hash = int(key_hash)
+        if self.kind == "recent":
+            self.kept.pop(key_hash, None)
+        elif key_hash in self.kept or (len(self.kept) >= self.capacity and key_hash >= -self.largest[0]):
+            return
+        text = excerpt_of(document)
+        if text is None:
+            return
+        self.kept[key_hash] = (_shown_key(key), text)
+        if self.kind == "recent":
+            if len(self.kept) > self.capacity:
+                del self.kept[next(iter(self.kept))]
+            return
+        heapq.heappush(self.largest, -key_hash)
+        if len(self.kept) > self.capacity:
+            del self.kept[-heapq.heappop(self.largest)]
+
+    def get(self, key_hash: int) -> tuple | None:
+        """``(key, excerpt)`` of a kept document, or None."""
+        return self.kept.get(int(key_hash))
+
+    def items(self) -> list[tuple]:
+        """``(key_hash, key, excerpt)`` of every kept document (recent: oldest first)."""
+        return [(h, key, text) for h, (key, text) in self.kept.items()]
+
+    def merge(self, other: "DocumentExcerpts") -> "DocumentExcerpts":
+        """Add another sub-stream's excerpts (as :meth:`Reservoir.merge` adds its documents)."""
+        for key_hash, key, text in other.items():
+            self.add(key_hash, key, text)
+        return self
+
+    @classmethod
+    def from_items(cls, capacity: int, kind: str, items) -> "DocumentExcerpts":
+        excerpts = cls(capacity, kind)
+        for key_hash, key, text in items:
+            excerpts.add(int(key_hash), key, text)
+        return excerpts
+
+
+def _known(batch: DocumentBatch, n_words: int) -> DocumentBatch:
+    """The batch without the words the snapshot has no row for (admitted after it)."""
+    if not batch.indices.size or batch.indices.max() < n_words:
+        return batch
+    keep = batch.indices < n_words
+    document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
+    indptr = np.zeros(len(batch) + 1, np.int64)
+    np.cumsum(np.bincount(document_of_entry[keep], minlength=len(batch)), out=indptr[1:])
+    return DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
+
+
+def topic_coherence(snapshot, batch: DocumentBatch) -> np.ndarray:
+    """NPMI of each topic's ``COHERENCE_WORDS`` most probable words over ``batch`` (K, in
+    column order; in [-1, 1], higher is more coherent)."""
+    n_words = snapshot.topic_word.shape[0]
+    batch = _known(batch, n_words)
+    reference = sp.csr_matrix((batch.counts, batch.indices, batch.indptr), shape=(len(batch), n_words))
+    npmi = coherence_npmi(snapshot.topic_word, reference, min(COHERENCE_WORDS, n_words))
+    return np.nan_to_num(npmi, nan=0.0)
+
+
+def representative_documents(snapshot, batch: DocumentBatch, excerpts: DocumentExcerpts | None = None,
+                             per_topic: int = REPRESENTATIVES) -> dict[int, list[dict]]:
+    """By topic id, the ``per_topic`` documents of ``batch`` with the largest mixture weight on
+    the topic (ties: the longer first), each ``{"key", "weight", "words"}`` plus ``"text"`` when
+    ``excerpts`` holds the document's text (``"key"`` is then its key, else None)."""
+    batch = _known(batch, snapshot.topic_word.shape[0])
+    columns, prior = snapshot.mixture_components()
+    weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES))
+    lengths = batch.lengths
+    vocabulary = snapshot.vocabulary
+    out = {}
+    for k, topic in enumerate(snapshot.topic_ids):
+        order = np.lexsort((-lengths, -np.round(weights[:, k], 4)))[:per_topic]
+        chosen = []
+        for d in order.tolist():
+            ids, counts = batch.indices[batch.indptr[d]:batch.indptr[d + 1]], batch.counts[batch.indptr[d]:batch.indptr[d + 1]]
+            frequent = ids[np.lexsort((ids, -counts))[:DOCUMENT_WORDS]]
+            seen = None if excerpts is None else excerpts.get(batch.keys[d])
+            entry = {"key": None if seen is None else seen[0], "weight": round(float(weights[d, k]), 4),
+                     "words": [vocabulary[i] for i in frequent.tolist()]}
+            if seen is not None:
+                entry["text"] = seen[1]
+            chosen.append(entry)
+        out[int(topic)] = chosen
+    return out
