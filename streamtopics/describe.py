@@ -45,7 +45,7 @@ def excerpt_of(document) -> str | None:
         document = bytes(document[: 4 * EXCERPT_CHARS]).decode("utf-8", "replace")
     if not isinstance(document, str):
         return None
-    return " ".join(document[: 2 * EXCERPT_CHARS].split())[:EXCERPT_CHARS]
+    return " ".join(document[: 2 * EXCERPT_CHARS].split())[:EXCERPT_CHARS].rstrip()  # idempotent
 
 
 def _shown_key(key):
@@ -123,11 +123,7 @@ def _known(batch: DocumentBatch, n_words: int) -> DocumentBatch:
     """The batch without the words the snapshot has no row for (admitted after it)."""
     if not batch.indices.size or batch.indices.max() < n_words:
         return batch
-    keep = batch.indices < n_words
-    document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
-    indptr = np.zeros(len(batch) + 1, np.int64)
-    np.cumsum(np.bincount(document_of_entry[keep], minlength=len(batch)), out=indptr[1:])
-    return DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
+    return batch.keep_entries(batch.indices < n_words)
 
 
 def topic_coherence(snapshot, batch: DocumentBatch) -> np.ndarray:
@@ -148,7 +144,7 @@ def representative_documents(snapshot, batch: DocumentBatch, excerpts: DocumentE
     batch = _known(batch, snapshot.topic_word.shape[0])
     columns, prior = snapshot.mixture_components()
     weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES))
-    lengths = batch.lengths
+    lengths = batch.token_counts()
     vocabulary = snapshot.vocabulary
     out = {}
     for k, topic in enumerate(snapshot.topic_ids):

@@ -412,18 +412,10 @@ class StreamingTopicModel:
         if batch.indices.size and (batch.indices.max() >= known or replaced):
             # Words admitted to an open vocabulary after the snapshot have no topic row yet (nor
             # do words given the slot of a retired one).
-            keep = (batch.indices < known) & ~np.isin(batch.indices, list(replaced))
-            document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
-            sizes = np.bincount(document_of_entry[keep], minlength=len(batch))
-            indptr = np.zeros(len(batch) + 1, np.int64)
-            np.cumsum(sizes, out=indptr[1:])
-            batch = DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
+            batch = batch.keep_entries((batch.indices < known) & ~np.isin(batch.indices, list(replaced)))
         columns, prior = snapshot.mixture_components()
         mixtures = snapshot.topic_part(infer_mixtures(batch, columns, prior))
-        if not return_known:
-            return mixtures
-        document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
-        return mixtures, np.bincount(document_of_entry, weights=batch.counts, minlength=len(batch))
+        return (mixtures, batch.token_counts()) if return_known else mixtures
 
     # ------------------------------------------------------------------ DataFrame views
     def topic_info(self):

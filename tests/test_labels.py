@@ -202,6 +202,8 @@ def test_excerpt_store_is_bounded_and_keeps_the_smallest_hashes():
     assert [h for h, _, _ in recent.items()] == hashes[-50:]
     assert all(len(text) == EXCERPT_CHARS for _, _, text in uniform.items())
     assert excerpt_of(b"caf\xc3\xa9  au\n lait") == "café au lait" and excerpt_of({"a": 1}) is None
+    spaced = "w" * (EXCERPT_CHARS - 1) + " tail"  # the cut falls on a space: not kept, so a reload keeps it as is
+    assert excerpt_of(spaced) == "w" * (EXCERPT_CHARS - 1) == excerpt_of(excerpt_of(spaced))
     merged = DocumentExcerpts(50, "uniform").merge(DocumentExcerpts.from_items(50, "uniform", uniform.items()[:25]))
     assert merged.merge(DocumentExcerpts.from_items(50, "uniform", uniform.items()[25:])).items() == uniform.items()
 
