@@ -10,7 +10,7 @@ import pytest
 
 from consumers.cli.console import event_lines, topic_table
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.describe import EXCERPT_CHARS, DocumentExcerpts, excerpt_of
+from streamtopics.describe import EXCERPT_CHARS, DocumentExcerpts, excerpt_of, representative_documents
 from streamtopics.documents import key_hash
 from streamtopics.labels import topic_labels
 from streamtopics.state import read_state, write_state
@@ -168,6 +168,19 @@ def test_representatives_are_the_kept_documents_that_match_the_topic_best(model_
             counts = model.tokenizer.count(text)
             top = sorted((w for w in counts if w in WORDS), key=lambda w: (-counts[w], WORDS.index(w)))
             assert document["words"] == top[:10]
+
+
+def test_representatives_are_ranked_among_a_pool_evenly_spaced_over_the_kept_documents(model_and_texts):
+    model, _ = model_and_texts
+    batch = model.ingest.reservoir_batch()
+    shown = representative_documents(model.snapshot, batch, per_topic=120, pool=40)  # every pool document
+    pool_keys = {int(h) for h in batch.keys[::3]}  # 120 kept documents, every third
+    vocabulary = model.vocabulary.words
+    words_of = {key_hash: [vocabulary[i] for i in ids[np.lexsort((ids, -counts))][:10]]
+                for ids, counts, key_hash in model.reservoir.items()}
+    for documents in shown.values():
+        assert len(documents) == 40
+        assert sorted(map(tuple, (d["words"] for d in documents))) == sorted(tuple(words_of[h]) for h in pool_keys)
 
 
 def test_documents_without_text_are_shown_by_their_words():
