@@ -133,9 +133,8 @@ class TopicSnapshot:
                 "alpha": float(self.alpha[k]),
                 "label": self.labels[k],
                 "coherence": None if self.coherence is None else float(self.coherence[k]),
+                "representatives": None if self.representatives is None else self.representatives.get(topic, []),
             }
-            if self.representatives is not None:
-                entry["representatives"] = self.representatives.get(topic, [])
             if top is not None:
                 entry["top_words"] = [[w, p] for w, p in top[topic]]
             else:
@@ -184,8 +183,8 @@ class TopicSnapshot:
             labels=[t["label"] for t in topics] if all("label" in t for t in topics) else None,
             coherence=(None if any(t.get("coherence") is None for t in topics)
                        else [t["coherence"] for t in topics]),
-            representatives=({t["id"]: t["representatives"] for t in topics}
-                             if all("representatives" in t for t in topics) else None),
+            representatives=(None if any(t.get("representatives") is None for t in topics)
+                             else {t["id"]: t["representatives"] for t in topics}),
         )
 
     @classmethod
