@@ -11,7 +11,6 @@ caller's thread or a background one, and infers topic mixtures. Its settings are
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable
@@ -20,7 +19,6 @@ import numpy as np
 
 from .config import ModelConfig, doc
 from .cooccurrence import CooccurrenceStats
-from .describe import representative_documents, topic_coherence
 from .documents import DocumentBatch, Rejection
 from .forgetting import DecayedCounter
 from .history import TopicHistory
@@ -366,13 +364,9 @@ class StreamingTopicModel:
         return self.snapshot
 
     def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time) -> TopicSnapshot:
+        # the excerpts are read live (a background refresh too): one evicted meanwhile shows its words only
         snapshot, timings = self.lineage.advance(view, tracker, self.vocabulary, n_docs, position, reservoir,
-                                                 stream_time, self.ingest.replaced_slots)
-        if reservoir is not None:  # the excerpts are read live: one evicted meanwhile shows its words only
-            t0 = time.perf_counter()
-            snapshot.coherence = topic_coherence(snapshot, reservoir)
-            snapshot.representatives = representative_documents(snapshot, reservoir, self.ingest.excerpts)
-            timings["describe_s"] = time.perf_counter() - t0
+                                                 stream_time, self.ingest.replaced_slots, self.ingest.excerpts)
         if self.policy.drift is not None:
             self.policy.drift.reset()  # the baseline is the fit against the new snapshot
         self.history.add_snapshot(snapshot)
