@@ -123,6 +123,19 @@ class DocumentBatch:
         np.cumsum(sizes, out=indptr[1:])
         return DocumentBatch(indptr, self.indices[take], self.counts[take], self.keys[rows])
 
+    def keep_entries(self, keep: np.ndarray) -> "DocumentBatch":
+        """The same documents with only the entries (word, count) where ``keep`` is True; a
+        document may become empty."""
+        document_of_entry = np.repeat(np.arange(len(self)), np.diff(self.indptr))
+        indptr = np.zeros(len(self) + 1, np.int64)
+        np.cumsum(np.bincount(document_of_entry[keep], minlength=len(self)), out=indptr[1:])
+        return DocumentBatch(indptr, self.indices[keep], self.counts[keep], self.keys)
+
+    def token_counts(self) -> np.ndarray:
+        """Tokens per document, 0 for an empty one (:attr:`lengths` assumes none is empty)."""
+        document_of_entry = np.repeat(np.arange(len(self)), np.diff(self.indptr))
+        return np.bincount(document_of_entry, weights=self.counts, minlength=len(self))
+
 
 def key_hash(key) -> int:
     """A stable 64-bit hash of a document key (bytes, str or int)."""

@@ -1,13 +1,14 @@
 """Bounded history of the topics over stream time, for monitoring and plots (issue 4).
 
 Every published snapshot adds one record: its version, the documents it reflects, its stream time
-and the prevalence of each topic id. The events (births, deaths, changes) of every snapshot are
+and the prevalence of each topic id (and, from snapshots, each topic's label and first
+``RECORD_WORDS`` words: :meth:`TopicHistory.add_snapshot`). The events (births, deaths, changes) of every snapshot are
 logged with the same stamps. Memory is bounded whatever the length of the stream:
 
 * records: at most ``capacity``. When full, every other record except the newest is dropped, so
   the history always spans the whole stream, at a resolution that halves each time it fills (the
   spacing between kept records doubles). Each record holds one float per topic: memory is
-  O(capacity x K).
+  O(capacity x K) (times ``RECORD_WORDS`` with the words).
 * events: the newest ``max_events`` (a ring buffer); older ones are counted in
   ``events_dropped``.
 """
@@ -17,6 +18,10 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+
+from .snapshot import DISPLAY_RELEVANCE
+
+RECORD_WORDS = 5  # words of each topic a record keeps (by relevance, as displayed)
 
 
 class TopicHistory:
@@ -50,9 +55,17 @@ class TopicHistory:
     def events_dropped(self) -> int:
         return self.events_seen - len(self.events)
 
-    def add(self, version: int, documents_seen: int, stream_time, topic_ids, prevalence, events) -> None:
+    def add(self, version: int, documents_seen: int, stream_time, topic_ids, prevalence, events,
+            labels=None, words=None) -> None:
+        """Record one snapshot; ``labels`` and ``words`` (lists of words), when given, are in
+        ``topic_ids`` order."""
         stamp = {"version": int(version), "documents_seen": int(documents_seen), "stream_time": stream_time}
-        self.records.append({**stamp, "prevalence": {int(t): float(p) for t, p in zip(topic_ids, prevalence)}})
+        record = {**stamp, "prevalence": {int(t): float(p) for t, p in zip(topic_ids, prevalence)}}
+        if labels is not None:
+            record["labels"] = {int(t): str(label) for t, label in zip(topic_ids, labels)}
+        if words is not None:
+            record["words"] = {int(t): list(w) for t, w in zip(topic_ids, words)}
+        self.records.append(record)
         if len(self.records) > self.capacity:
             newest = self.records[-1]
             self.records = self.records[:-1:2] + [newest]
@@ -61,8 +74,10 @@ class TopicHistory:
             self.events_seen += 1
 
     def add_snapshot(self, snapshot) -> None:
+        top = snapshot.top_words(RECORD_WORDS, DISPLAY_RELEVANCE)
         self.add(snapshot.version, snapshot.documents_seen, snapshot.stream_time, snapshot.topic_ids,
-                 np.asarray(snapshot.prevalence), snapshot.events)
+                 np.asarray(snapshot.prevalence), snapshot.events, snapshot.labels,
+                 [[w for w, _ in top[t]] for t in snapshot.topic_ids])
 
     def topic_ids(self) -> list[int]:
         """Every topic id that appears in the kept records, in order of first appearance."""
@@ -88,7 +103,8 @@ class TopicHistory:
     @classmethod
     def from_dict(cls, data: dict) -> "TopicHistory":
         history = cls(data["capacity"], data["max_events"])
-        history.records = [{**r, "prevalence": {int(t): p for t, p in r["prevalence"].items()}}
+        history.records = [{**r, **{part: {int(t): v for t, v in r[part].items()}
+                                        for part in ("prevalence", "labels", "words") if part in r}}
                            for r in data["records"]]
         history.events.extend(data["events"])
         history.events_seen = int(data["events_seen"])

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .config import ModelConfig
+from .describe import DocumentExcerpts, excerpt_of
 from .cooccurrence import CooccurrenceStats
 from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
@@ -59,10 +60,12 @@ class Ingest:
             config.max_vocabulary, config.admit_df, config.vocabulary_sketch_size, config.retire_df))
         self.replaced_slots: set[int] = set()  # vocabulary slots given to another word since the snapshot
         self.admitted_at: dict[int, float] = {}  # slot -> decay clock when its word was admitted (grace)
-        self.reservoir = None
+        self.reservoir = self.excerpts = None
         if config.refine_iterations > 0:
-            self.reservoir = Reservoir(config.reservoir_size, "uniform" if config.half_life is None else "recent")
-        self.warmup: list[tuple[dict, Any, float | None]] = []  # (counts, key, stream time)
+            kind = "uniform" if config.half_life is None else "recent"
+            self.reservoir = Reservoir(config.reservoir_size, kind)
+            self.excerpts = DocumentExcerpts(config.reservoir_size, kind)  # the text of the reservoir's documents
+        self.warmup: list[tuple[dict, Any, float | None, str | None]] = []  # (counts, key, stream time, excerpt)
         self.pending: list[EncodedDocument] = []
         self.pending_keys: list[int] = []
         self.pending_times: list[float] = []  # half-life in stream time: each pending document's date
@@ -85,7 +88,7 @@ class Ingest:
                 self.reject(rejection, document, key)
                 return
             self.documents_truncated += truncated
-            self.warmup.append((counts, key, self.stream_time))
+            self.warmup.append((counts, key, self.stream_time, excerpt_of(document)))
             if len(self.warmup) >= self.config.warmup_documents:
                 self.freeze_vocabulary()
             return
@@ -134,7 +137,9 @@ class Ingest:
             self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
                          hashed_key=int(documents.keys[d]))
 
-    def _accept(self, encoded, document, key, hashed_key: int | None = None) -> None:
+    def _accept(self, encoded, document, key, hashed_key: int | None = None, text: str | None = None) -> None:
+        """Buffer an encoded document (or count its rejection). ``text``: the document's text
+        when ``document`` is its counts (a warm-up document), for its excerpt."""
         if isinstance(encoded, Rejection):
             self.reject(encoded, document, key)
             return
@@ -151,6 +156,7 @@ class Ingest:
             self.pending_times.append(np.nan if self.stream_time is None else float(self.stream_time))
         if self.reservoir is not None:
             self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
+            self.excerpts.add(hashed_key, key, document if text is None else text)
         if len(self.pending) >= self.config.batch_size:
             self.flush()
         self.accepted(encoded)
@@ -235,6 +241,7 @@ class Ingest:
             self.tracker.merge(other.tracker)
         if self.reservoir is not None and other.reservoir is not None:
             self.reservoir.merge(other.reservoir)
+            self.excerpts.merge(other.excerpts)
         self.rejections.update(other.rejections)
         self.oov_tokens += other.oov_tokens
         self.documents_truncated += other.documents_truncated
@@ -262,8 +269,12 @@ class Ingest:
         return out
 
     def reservoir_batch(self) -> DocumentBatch | None:
-        """The refinement reservoir's documents, or None while it holds too few (or is off)."""
-        return None if self.reservoir is None or len(self.reservoir) < 30 else self.reservoir.batch()
+        """The refinement reservoir's documents with their key hashes, or None while it holds
+        too few (or is off)."""
+        if self.reservoir is None or len(self.reservoir) < 30:
+            return None
+        items = self.reservoir.items()
+        return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in items], [h for _, _, h in items])
 
     # ------------------------------------------------------------------ vocabulary
     def set_vocabulary(self, vocabulary: Vocabulary) -> None:
@@ -287,12 +298,12 @@ class Ingest:
         if not self.warmup:
             raise RuntimeError("no documents seen yet: cannot build a vocabulary")
         self.set_vocabulary(Vocabulary.from_document_counts(
-            (counts for counts, _, _ in self.warmup), self.config.vocabulary_size))
+            (counts for counts, *_ in self.warmup), self.config.vocabulary_size))
         warmup, self.warmup = self.warmup, []
         latest = self.stream_time
-        for counts, key, stream_time in warmup:
+        for counts, key, stream_time, text in warmup:
             self.stream_time = stream_time  # each warm-up document keeps its own date
-            self._accept(self.encoder.encode_counts(counts, self.vocabulary), counts, key)
+            self._accept(self.encoder.encode_counts(counts, self.vocabulary), counts, key, text=text)
         self.stream_time = latest
 
     def _admit(self, words: list[str]) -> None:

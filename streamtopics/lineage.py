@@ -18,6 +18,8 @@ import numpy as np
 
 from .alignment import MissingTopic, align_topics
 from .config import ModelConfig
+from .describe import representative_documents, topic_coherence
+from .labels import LABEL_WORDS, SEPARATOR
 from .refinement import choose_alpha_scale, refine_topics
 from .refresh import match_columns, recover_topics, select_anchors
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
@@ -51,6 +53,7 @@ class RefreshState:
         self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
         self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
         self.announced: dict[int, tuple[str, list[str]]] = {}  # during the burn-in: id -> anchor, words
+        self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
@@ -68,10 +71,12 @@ class RefreshState:
             self.coefficients[slot] = 1.0 / self.coefficients.shape[1]
 
     def advance(self, view, tracker, vocabulary: Vocabulary, n_docs: int, position, reservoir,
-                stream_time, replaced_slots: set[int]) -> tuple[TopicSnapshot, dict]:
+                stream_time, replaced_slots: set[int], excerpts=None) -> tuple[TopicSnapshot, dict]:
         """The next snapshot from the statistics ``view`` (and ``tracker`` for the tracker-based
-        anchor methods), refined over the ``reservoir`` documents if given; returns it with the
-        timings of its steps. See :meth:`publish` for ``replaced_slots``."""
+        anchor methods), refined over the ``reservoir`` documents if given, which also give its
+        topics' coherence and representative documents (with the texts of ``excerpts``, a
+        :class:`~streamtopics.describe.DocumentExcerpts`); returns it with the timings of its
+        steps. See :meth:`publish` for ``replaced_slots``."""
         config = self.config
         t0 = time.perf_counter()
         ceiling = None if config.max_df is None else config.max_df * view.n_docs  # in (effective) documents
@@ -109,10 +114,16 @@ class RefreshState:
         t_refine = time.perf_counter() - t_refine
         t1 = time.perf_counter()
         snapshot = self.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
+        t_describe = time.perf_counter()
+        if reservoir is not None:
+            snapshot.coherence = topic_coherence(snapshot, reservoir)
+            snapshot.representatives = representative_documents(snapshot, reservoir, excerpts)
+        t_describe = time.perf_counter() - t_describe
         timings = {
             "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
             "products_s": result.timings["products"], "solve_s": result.timings["solve"],
-            "align_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0,
+            "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
+            "total_s": time.perf_counter() - t0,
             "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
             "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
         }
@@ -164,8 +175,23 @@ class RefreshState:
             background_share=result.background_share,
         )
         self.snapshot = snapshot
-        snapshot.events.extend(self._events(previous, snapshot, alignment))
+        snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment), snapshot))
         return snapshot
+
+    def _labelled(self, events: list[dict], snapshot: TopicSnapshot) -> list[dict]:
+        """The events with their topic's label: its label in ``snapshot``, or for a topic that
+        is gone the one it had when last seen; then remembers the labels of every topic that may
+        still make an event."""
+        self.labels.update(zip(snapshot.topic_ids, snapshot.labels))
+        out = []
+        for event in events:
+            topic = event["topic"]
+            label = self.labels.get(topic) or SEPARATOR.join(event.get("words", [])[:LABEL_WORDS])
+            out.append({"type": event["type"], "topic": topic, "label": label, **event})
+        alive = (set(snapshot.topic_ids) | set(self.missing) | set(self.announced) | set(self.unannounced)
+                 | self.significant)
+        self.labels = {t: label for t, label in self.labels.items() if t in alive}
+        return out
 
     def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str],
                replaced_slots: set[int] | None):

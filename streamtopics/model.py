@@ -364,8 +364,9 @@ class StreamingTopicModel:
         return self.snapshot
 
     def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time) -> TopicSnapshot:
+        # the excerpts are read live (a background refresh too): one evicted meanwhile shows its words only
         snapshot, timings = self.lineage.advance(view, tracker, self.vocabulary, n_docs, position, reservoir,
-                                                 stream_time, self.ingest.replaced_slots)
+                                                 stream_time, self.ingest.replaced_slots, self.ingest.excerpts)
         if self.policy.drift is not None:
             self.policy.drift.reset()  # the baseline is the fit against the new snapshot
         self.history.add_snapshot(snapshot)
@@ -388,30 +389,75 @@ class StreamingTopicModel:
         """Encode documents against the vocabulary without learning anything."""
         return self.ingest.encode_many(documents)
 
-    def infer(self, documents) -> np.ndarray:
+    def infer(self, documents, return_known: bool = False):
         """Topic mixtures (documents x K, columns in ``snapshot.topic_ids`` order). A document
-        with no known word gets the prior (the topic prevalences). Changes nothing."""
-        if self.snapshot is None:
-            raise RuntimeError("no snapshot yet: call refresh() first")
+        with no known word gets the prior (the topic prevalences): with ``return_known`` the
+        known tokens of each document come too, ``(mixtures, known)``, and a 0 there marks a row
+        that is the prior, not an inference. Changes nothing."""
+        snapshot = self._require_snapshot()
         if isinstance(documents, DocumentBatch):
             batch = documents
         elif hasattr(documents, "tocsr"):
             batch = DocumentBatch.from_csr(documents)
         else:
             batch, _ = self.encode_many(documents)
-        known = len(self.snapshot.vocabulary)
+        known = len(snapshot.vocabulary)
         replaced = self.ingest.replaced_slots
         if batch.indices.size and (batch.indices.max() >= known or replaced):
             # Words admitted to an open vocabulary after the snapshot have no topic row yet (nor
             # do words given the slot of a retired one).
-            keep = (batch.indices < known) & ~np.isin(batch.indices, list(replaced))
-            document_of_entry = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
-            sizes = np.bincount(document_of_entry[keep], minlength=len(batch))
-            indptr = np.zeros(len(batch) + 1, np.int64)
-            np.cumsum(sizes, out=indptr[1:])
-            batch = DocumentBatch(indptr, batch.indices[keep], batch.counts[keep], batch.keys)
-        columns, prior = self.snapshot.mixture_components()
-        return self.snapshot.topic_part(infer_mixtures(batch, columns, prior))
+            batch = batch.keep_entries((batch.indices < known) & ~np.isin(batch.indices, list(replaced)))
+        columns, prior = snapshot.mixture_components()
+        mixtures = snapshot.topic_part(infer_mixtures(batch, columns, prior))
+        return (mixtures, batch.token_counts()) if return_known else mixtures
+
+    # ------------------------------------------------------------------ DataFrame views
+    def topic_info(self):
+        """The latest snapshot's topics as a pandas DataFrame, most prevalent first
+        (:func:`~streamtopics.frames.topic_info`: topic, label, anchor, prevalence, coherence,
+        top_words, representative_docs).
+
+        >>> model = StreamingTopicModel(n_topics=2, vocabulary=["apple", "pear", "goal", "match"],
+        ...                             anchor_min_df=1)
+        >>> for _ in range(20):
+        ...     model.learn_many(["apple pear apple", "goal match goal"])
+        >>> _ = model.refresh()
+        >>> info = model.topic_info()
+        >>> sorted(zip(info["label"], info["prevalence"].round(2)))
+        [('apple_pear', 0.5), ('goal_match', 0.5)]
+        >>> model.document_topics(["pear pear apple", "cherry"])[["label", "known_tokens"]]
+                label  known_tokens
+        0  apple_pear           3.0
+        1         NaN           0.0
+        >>> over_time = model.topics_over_time()
+        >>> sorted(zip(over_time["version"], over_time["label"]))
+        [(1, 'apple_pear'), (1, 'goal_match')]
+        """
+        from .frames import topic_info
+
+        return topic_info(self._require_snapshot())
+
+    def topics_over_time(self):
+        """Every recorded snapshot's topics as a pandas DataFrame, one row per snapshot and topic
+        (:func:`~streamtopics.frames.topics_over_time`: version, documents_seen, stream_time,
+        topic, label, prevalence, words), from :attr:`history`."""
+        from .frames import topics_over_time
+
+        return topics_over_time(self.history)
+
+    def document_topics(self, documents):
+        """Each document's topic mixture as a pandas DataFrame (:func:`~streamtopics.frames.document_topics`:
+        topic, label, weight, known_tokens, then ``topic_<id>`` per topic); a document with no
+        known word has ``known_tokens`` 0 and no topic (missing values)."""
+        from .frames import document_topics
+
+        mixtures, known = self.infer(documents, return_known=True)
+        return document_topics(self.snapshot, mixtures, known)
+
+    def _require_snapshot(self) -> TopicSnapshot:
+        if self.snapshot is None:
+            raise RuntimeError("no snapshot yet: call refresh() first")
+        return self.snapshot
 
     def transform_one(self, document) -> dict[int, float]:
         """``{topic_id: weight}`` for one document; empty before the first refresh."""

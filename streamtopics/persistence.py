@@ -2,9 +2,9 @@
 
 The file holds the configuration (:meth:`~streamtopics.config.ModelConfig.to_dict`), the
 tokenizer, the ingest side (vocabulary, sums, tracker, activity, window, reservoir, warm-up
-documents, counters, open vocabulary) and the refresh lineage (snapshot, warm-start
+documents, counters, open vocabulary, text excerpts) and the refresh lineage (snapshot, warm-start
 coefficients, next topic id, significant topics, topics within their birth or death grace,
-the burn-in), so a loaded model continues exactly where
+the burn-in, the last labels), so a loaded model continues exactly where
 the saved one stopped.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from .alignment import MissingTopic
 from .cooccurrence import CooccurrenceStats
+from .describe import DocumentExcerpts
 from .forgetting import DecayedCounter
 from .history import TopicHistory
 from .open_vocabulary import OpenVocabulary
@@ -59,7 +60,8 @@ def save_model(model, path) -> Path:
         "config": model.config.to_dict(),
         "tokenizer": ingest.tokenizer.get_config(),
         "vocabulary": None if ingest.vocabulary is None else ingest.vocabulary.words,
-        "warmup": [[counts, _jsonable_key(key), stream_time] for counts, key, stream_time in ingest.warmup],
+        "warmup": [[counts, _jsonable_key(key), stream_time, text] for counts, key, stream_time, text in ingest.warmup],
+        "excerpts": None if ingest.excerpts is None else [[h, key, text] for h, key, text in ingest.excerpts.items()],
         "rejections": dict(ingest.rejections),
         "oov_tokens": ingest.oov_tokens,
         "documents_truncated": ingest.documents_truncated,
@@ -72,6 +74,7 @@ def save_model(model, path) -> Path:
         "unannounced": [[t, n] for t, n in lineage.unannounced.items()],
         "burn_in_left": lineage.burn_in_left,
         "announced": [[t, anchor, words] for t, (anchor, words) in lineage.announced.items()],
+        "labels": [[t, label] for t, label in lineage.labels.items()],
         "open_vocabulary": None if ingest.open_vocabulary is None else ingest.open_vocabulary.to_dict(),
         "replaced_slots": sorted(ingest.replaced_slots),
         "admitted_at": [[i, t] for i, t in sorted(ingest.admitted_at.items())],
@@ -116,8 +119,10 @@ def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
             ingest.activity = DecayedCounter.from_state_dict(part("activity"))
         if part("window"):
             ingest.window = DocumentWindow.from_state_dict(part("window"))
-    ingest.warmup = [(entry[0], _restore_key(entry[1]), entry[2] if len(entry) > 2 else None)
-                     for entry in meta["warmup"]]
+    ingest.warmup = [(entry[0], _restore_key(entry[1]), entry[2] if len(entry) > 2 else None,
+                      entry[3] if len(entry) > 3 else None) for entry in meta["warmup"]]
+    if ingest.excerpts is not None and meta.get("excerpts"):
+        ingest.excerpts = DocumentExcerpts.from_items(ingest.excerpts.capacity, ingest.excerpts.kind, meta["excerpts"])
     ingest.rejections = Counter(meta["rejections"])
     ingest.oov_tokens = meta["oov_tokens"]
     ingest.documents_truncated = meta["documents_truncated"]
@@ -138,6 +143,7 @@ def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
     lineage.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
     lineage.burn_in_left = meta.get("burn_in_left")
     lineage.announced = {int(t): (anchor, list(words)) for t, anchor, words in meta.get("announced", [])}
+    lineage.labels = {int(t): label for t, label in meta.get("labels", [])}
     ingest.replaced_slots = set(meta.get("replaced_slots", []))
     ingest.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
     if meta.get("open_vocabulary") is not None:
@@ -159,7 +165,9 @@ def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
         "anchors": snapshot.anchors, "topic_ids": snapshot.topic_ids,
         "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
         "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
-        "background_share": snapshot.background_share,
+        "background_share": snapshot.background_share, "labels": snapshot.labels,
+        "coherence": None if snapshot.coherence is None else snapshot.coherence.tolist(),
+        "representatives": snapshot.representatives,
     }
 
 

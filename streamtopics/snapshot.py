@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
 
@@ -24,6 +25,12 @@ class TopicSnapshot:
     ``background`` (V, or None) is the distribution of the words common to all topics, explaining
     ``background_share`` of the tokens; documents are inferred against the topics and it together
     (:meth:`mixture_components`), and their mixtures are reported over the topics alone.
+
+    What a refresh says about each topic beyond its words, in column order: ``labels``, a short
+    distinct label (:mod:`~streamtopics.labels`; computed here when not given, so snapshots saved
+    before labels existed get them on load); ``coherence``, the NPMI of its 10 most probable words
+    over the documents the model keeps (None when it keeps none); ``representatives``, by topic
+    id, its best-matching kept documents (:mod:`~streamtopics.describe`; None when none are kept).
     """
 
     version: int
@@ -39,6 +46,22 @@ class TopicSnapshot:
     stream_time: float | None = None
     background: np.ndarray | None = None
     background_share: float = 0.0
+    labels: list[str] | None = None
+    coherence: np.ndarray | None = None
+    representatives: dict[int, list[dict]] | None = None
+
+    def __post_init__(self):
+        if self.labels is None:
+            top = self.top_words(MAX_LABEL_WORDS, DISPLAY_RELEVANCE)
+            self.labels = topic_labels([[w for w, _ in top[t]] for t in self.topic_ids], self.topic_ids)
+        if self.coherence is not None:
+            self.coherence = np.asarray(self.coherence, dtype=np.float64)
+        if self.representatives is not None:
+            self.representatives = {int(t): list(docs) for t, docs in self.representatives.items()}
+
+    def label(self, topic_id: int) -> str:
+        """The label of topic ``topic_id``."""
+        return self.labels[self.column(topic_id)]
 
     @property
     def n_topics(self) -> int:
@@ -108,6 +131,9 @@ class TopicSnapshot:
                 "anchor": self.anchors[k],
                 "prevalence": float(self.prevalence[k]),
                 "alpha": float(self.alpha[k]),
+                "label": self.labels[k],
+                "coherence": None if self.coherence is None else float(self.coherence[k]),
+                "representatives": None if self.representatives is None else self.representatives.get(topic, []),
             }
             if top is not None:
                 entry["top_words"] = [[w, p] for w, p in top[topic]]
@@ -154,6 +180,11 @@ class TopicSnapshot:
             stream_time=data.get("stream_time"),
             background=None if data.get("background") is None else np.array(data["background"], dtype=np.float64),
             background_share=float(data.get("background_share", 0.0)),
+            labels=[t["label"] for t in topics] if all("label" in t for t in topics) else None,
+            coherence=(None if any(t.get("coherence") is None for t in topics)
+                       else [t["coherence"] for t in topics]),
+            representatives=(None if any(t.get("representatives") is None for t in topics)
+                             else {t["id"]: t["representatives"] for t in topics}),
         )
 
     @classmethod

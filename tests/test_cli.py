@@ -202,10 +202,11 @@ def test_topics_table(run_dir):
     result = cli("topics", out, "--words", "8")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("snapshot 3 | 200 documents") and lines[1].split() == ["id", "prev", "anchor", "top", "words"]
+    assert lines[0].startswith("snapshot 3 | 200 documents") and lines[1].split() == ["id", "share", "label", "anchor", "top", "words"]
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == 3
-    assert sorted(sorted(row[3:]) for row in rows) == sorted(sorted(t) for t in THEMES)
+    assert sorted(sorted(row[4:]) for row in rows) == sorted(sorted(t) for t in THEMES)
+    assert all(row[2] == "_".join(row[4:6]) for row in rows)  # the label: the first two words shown
     assert sum(float(row[1].rstrip("%")) for row in rows) == pytest.approx(100, abs=0.2)
     as_json = json.loads(cli("topics", out / "snapshot-000001.json", "--json", "--words", "2").stdout)
     assert as_json["version"] == 1 and all(len(t["top_words"]) == 2 for t in as_json["topics"])
@@ -220,8 +221,9 @@ def test_events_across_snapshots(run_dir):
     assert result.stdout.count("+ birth") >= 3
     events = [json.loads(line) for line in cli("events", out, "--json", "--type", "birth").stdout.splitlines()]
     assert events[:3] == [{"snapshot": 1, "documents": 80, "stream_time": None, "type": "birth", "topic": t,
-                           "anchor": events[t]["anchor"], "words": events[t]["words"]} for t in range(3)]
+                           "label": events[t]["label"], "anchor": events[t]["anchor"], "words": events[t]["words"]} for t in range(3)]
     assert all(len(e["words"]) == 8 and e["anchor"] in e["words"] for e in events[:3])  # a birth says what it is
+    assert all(e["label"] == "_".join(e["words"][:2]) for e in events[:3])
 
 
 def test_infer_from_stdin_and_from_an_archive(run_dir, tmp_path):
@@ -233,11 +235,15 @@ def test_infer_from_stdin_and_from_an_archive(run_dir, tmp_path):
     assert [r["key"] for r in rows] == [1, 3, 4]
     assert rows[0]["topics"][0][1] > 0.9 and rows[1]["topics"][0][1] > 0.9
     assert rows[0]["topics"][0][0] != rows[1]["topics"][0][0]
+    labels = {t["id"]: t["label"] for t in json.loads(cli("topics", out, "--json").stdout)["topics"]}
+    assert all(label == labels[topic] for r in rows[:2] for topic, _, label in r["topics"])
+    assert rows[2] == {"key": 4, "topics": [], "no_known_words": True}  # flagged, not given the prior
+    assert "1 document had no word the model knows" in result.stderr
     archive = write_archive(tmp_path / "more.jsonl", n=5, seed=9)
     result = cli("infer", archive, "--model", out, "--top", "0")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["key"] for r in rows] == [0, 1, 2, 3, 4]
-    assert all(len(r["topics"]) == 3 and sum(w for _, w in r["topics"]) == pytest.approx(1, abs=1e-3) for r in rows)
+    assert all(len(r["topics"]) == 3 and sum(w for _, w, _ in r["topics"]) == pytest.approx(1, abs=1e-3) for r in rows)
 
 
 def test_bench(tmp_path):

@@ -220,7 +220,7 @@ def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth
     model.lineage.publish(partial, model.vocabulary, view.n_docs)
     model.lineage.publish(partial, model.vocabulary, view.n_docs)
     death = [e for e in model.snapshot.events if e["type"] == "death"]
-    assert death == [{"type": "death", "topic": lost, "anchor": first.anchors[0],
+    assert death == [{"type": "death", "topic": lost, "label": back.label(lost), "anchor": first.anchors[0],
                       "words": [w for w, _ in back.top_words(8, relevance=0.6)[lost]]}]
 
 

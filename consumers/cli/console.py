@@ -83,36 +83,41 @@ def _format_time(seconds: float | None) -> str:
 
 
 def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
-    """Topics as aligned text rows (id, prevalence, anchor, top words), most prevalent first."""
+    """Topics as aligned text rows, most prevalent first: id, share (of the stream's tokens, the
+    topic's prevalence), label, anchor, top words."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     order = sorted(range(snapshot.n_topics), key=lambda k: (-snapshot.prevalence[k], snapshot.topic_ids[k]))
-    width = max([len("anchor")] + [len(a) for a in snapshot.anchors])
-    rows = [f"{'id':>4}  {'prev':>6}  {'anchor':<{width}}  top words"]
+    anchor_width = max([len("anchor")] + [len(a) for a in snapshot.anchors])
+    label_width = max([len("label")] + [len(label) for label in snapshot.labels])
+    rows = [f"{'id':>4}  {'share':>6}  {'label':<{label_width}}  {'anchor':<{anchor_width}}  top words"]
     for k in order:
         topic = snapshot.topic_ids[k]
-        rows.append(f"{topic:>4}  {snapshot.prevalence[k]:>6.1%}  {snapshot.anchors[k]:<{width}}  "
-                    + " ".join(w for w, _ in top[topic]))
+        rows.append(f"{topic:>4}  {snapshot.prevalence[k]:>6.1%}  {snapshot.labels[k]:<{label_width}}  "
+                    f"{snapshot.anchors[k]:<{anchor_width}}  " + " ".join(w for w, _ in top[topic]))
     return rows
 
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
-    """One line per birth and change in ``snapshot.events``, one for all deaths."""
+    """One line per birth and change in ``snapshot.events``, one for all deaths; each topic
+    with its label (events written before labels existed: without)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
     for event in snapshot.events:
         topic = event["topic"]
+        name = f"topic {topic:<4}" + (f" {event['label']}" if event.get("label") else "")
         tail = ": " + " ".join(w for w, _ in top[topic]) if topic in top else ""
         if event["type"] == "birth":
-            lines.append(f"  + birth   topic {topic:<4} anchor {event['anchor']!r}{tail}")
+            lines.append(f"  + birth   {name}  anchor {event['anchor']!r}{tail}")
         elif event["type"] == "change":
             moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
                              + [f"-{w}" for w in event.get("words_out", [])[:3]])
-            lines.append(f"  ~ change  topic {topic:<4} anchor {event['anchor_before']!r} -> "
+            lines.append(f"  ~ change  {name}  anchor {event['anchor_before']!r} -> "
                          f"{event['anchor_after']!r}, moved {event['distance']:.2f}{tail}"
                          + (f"  ({moved})" if moved else ""))
-    deaths = sorted(e["topic"] for e in snapshot.events if e["type"] == "death")
+    deaths = sorted((e["topic"], e.get("label")) for e in snapshot.events if e["type"] == "death")
     if deaths:
-        lines.append(f"  - death   topic{'s' if len(deaths) > 1 else ''} {', '.join(map(str, deaths))}")
+        named = ", ".join(f"{topic} ({label})" if label else str(topic) for topic, label in deaths)
+        lines.append(f"  - death   topic{'s' if len(deaths) > 1 else ''} {named}")
     return lines
 
 

@@ -1,4 +1,5 @@
-"""``infer``: topic mixtures of documents under a saved model, one JSON line each."""
+"""``infer``: topic mixtures of documents under a saved model, one JSON line each, with the
+topics' labels; a document with no known word is flagged, not given the prior."""
 
 from __future__ import annotations
 
@@ -39,7 +40,11 @@ def _stdin_records():
 @click.option("--batch-size", type=click.IntRange(min=1), default=512, show_default=True)
 def infer(input, model_location, format_, text_fields, id_field, time_field, time_format, from_offset,
           from_time, top, batch_size):
-    """Topic mixtures of documents, one JSON line each: {"key": ..., "topics": [[id, weight], ...]}.
+    """Topic mixtures of documents, one JSON line each:
+    {"key": ..., "topics": [[id, weight, label], ...]}, largest weight first.
+
+    A document none of whose words the model knows has nothing to infer from: its line is
+    {"key": ..., "topics": [], "no_known_words": true}, and a warning on stderr counts them.
 
     INPUT is `-` (stdin, one document per line; the key is the line number) or any archive that
     `replay` reads (the key is the record's id).
@@ -50,14 +55,21 @@ def infer(input, model_location, format_, text_fields, id_field, time_field, tim
     console = Console()
     kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     records = _stdin_records() if input == "-" else open_source(input, **kwargs)
-    ids = model.snapshot.topic_ids
+    snapshot = model.snapshot
     batch: list[Record] = []
+    unknown = 0
 
     def flush():
-        for record, row in zip(batch, model.infer([r.document for r in batch]).tolist()):
-            ranked = sorted(zip(ids, row), key=lambda pair: -pair[1])
+        nonlocal unknown
+        mixtures, known = model.infer([r.document for r in batch], return_known=True)
+        for record, row, tokens in zip(batch, mixtures.tolist(), known.tolist()):
+            if tokens == 0:
+                unknown += 1
+                click.echo(json.dumps({"key": record.key, "topics": [], "no_known_words": True}))
+                continue
+            ranked = sorted(zip(snapshot.topic_ids, row, snapshot.labels), key=lambda entry: -entry[1])
             ranked = ranked[:top] if top else ranked
-            click.echo(json.dumps({"key": record.key, "topics": [[t, round(w, 4)] for t, w in ranked]}))
+            click.echo(json.dumps({"key": record.key, "topics": [[t, round(w, 4), label] for t, w, label in ranked]}))
         batch.clear()
 
     for item in records:
@@ -67,4 +79,8 @@ def infer(input, model_location, format_, text_fields, id_field, time_field, tim
         batch.append(item)
         if len(batch) >= batch_size:
             flush()
-    flush()
+    if batch:
+        flush()
+    if unknown:
+        console.echo(f"warning: {unknown:,} document{'s' if unknown != 1 else ''} had no word the model knows: "
+                     'nothing to infer from (flagged "no_known_words")', err=True)
