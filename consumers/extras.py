@@ -19,6 +19,7 @@ EXTRAS = {
     "plot": ("matplotlib",),
     "bench": ("gensim", "sklearn", "tomotopy"),
     "dask": ("dask", "distributed"),
+    "pandas": ("pandas",),
 }
 
 

@@ -14,7 +14,12 @@ The model's :meth:`~streamtopics.model.StreamingTopicModel.topic_info`,
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
+try:
+    import pandas as pd
+except ImportError:  # pandas is the 'pandas' extra: the streaming core does not need it
+    raise ImportError("topic_info(), topics_over_time() and document_topics() return pandas DataFrames: "
+                      "pip install 'streamtopics[pandas]'") from None
 
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 

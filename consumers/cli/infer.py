@@ -12,6 +12,7 @@ import click
 from streamtopics import StreamingTopicModel
 
 from .. import reasons
+from ..kernel_cache import COMPILING_MESSAGE, first_compile
 from ..records import Malformed, Record
 from ..replay import model_path
 from ..sources import open_source
@@ -53,6 +54,8 @@ def infer(input, model_location, format_, text_fields, id_field, time_field, tim
     if model.snapshot is None:
         raise BadInput(f"{model_location}: the model has no topics yet (it was never refreshed)")
     console = Console()
+    if first_compile():
+        click.echo(COMPILING_MESSAGE, err=True)  # stdout is the JSON lines
     kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     records = _stdin_records() if input == "-" else open_source(input, **kwargs)
     snapshot = model.snapshot

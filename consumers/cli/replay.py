@@ -9,6 +9,7 @@ import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
+from ..kernel_cache import COMPILING_MESSAGE, first_compile
 from ..replay import Replay, ReplaySummary, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
@@ -208,6 +209,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
       streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 20000 --dask local:4
     """
     console = Console(quiet)
+    if first_compile():
+        console.echo(COMPILING_MESSAGE)
     kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     if dask_scheduler:
         clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
