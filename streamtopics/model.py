@@ -145,10 +145,10 @@ class StreamingTopicModel:
         (with its words as they are then); one that vanishes sooner makes no event at all. 0:
         births are announced at once. Default 1.
     burn_in
-        A young stream's topics still form: after the first snapshot (which announces its
-        topics), births, deaths and changes wait up to ``burn_in`` refreshes, fewer once 80% of
-        the anchors hold between two refreshes; the refresh that ends the burn-in announces the
-        net births and deaths since the first snapshot. Default 4; 0: events from the start.
+        A young stream's topics still form: from the first snapshot, events wait up to
+        ``burn_in`` refreshes (snapshots say ``forming``), fewer once 80% of the anchors hold
+        between two refreshes; the refresh that ends the burn-in announces the topics present
+        then as births. Default 4; 0: the first snapshot announces its topics.
     death_grace
         Refreshes a topic may stay absent before its death is announced: one that returns
         within them (matched by anchor, L1 or top words to its last appearance) keeps its id and

@@ -73,7 +73,6 @@ def save_model(model, path) -> Path:
         "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in lineage.missing.items()],
         "unannounced": [[t, n] for t, n in lineage.unannounced.items()],
         "burn_in_left": lineage.burn_in_left,
-        "announced": [[t, anchor, words] for t, (anchor, words) in lineage.announced.items()],
         "labels": [[t, label] for t, label in lineage.labels.items()],
         "open_vocabulary": None if ingest.open_vocabulary is None else ingest.open_vocabulary.to_dict(),
         "replaced_slots": sorted(ingest.replaced_slots),
@@ -142,7 +141,6 @@ def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
                        for t, anchor, words, refreshes in meta.get("missing", [])}
     lineage.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
     lineage.burn_in_left = meta.get("burn_in_left")
-    lineage.announced = {int(t): (anchor, list(words)) for t, anchor, words in meta.get("announced", [])}
     lineage.labels = {int(t): label for t, label in meta.get("labels", [])}
     ingest.replaced_slots = set(meta.get("replaced_slots", []))
     ingest.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}

@@ -49,6 +49,7 @@ class TopicSnapshot:
     labels: list[str] | None = None
     coherence: np.ndarray | None = None
     representatives: dict[int, list[dict]] | None = None
+    forming: bool = False  # the stream's first topics still form (the burn-in): events wait
 
     def __post_init__(self):
         if self.labels is None:
@@ -146,6 +147,7 @@ class TopicSnapshot:
             "position": self.position,
             "stream_time": self.stream_time,
             "n_topics": self.n_topics,
+            "forming": self.forming,
             "events": self.events,
             "topics": topics,
         }
@@ -185,6 +187,7 @@ class TopicSnapshot:
                        else [t["coherence"] for t in topics]),
             representatives=(None if any(t.get("representatives") is None for t in topics)
                              else {t["id"]: t["representatives"] for t in topics}),
+            forming=bool(data.get("forming", False)),
         )
 
     @classmethod

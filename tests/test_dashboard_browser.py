@@ -63,7 +63,7 @@ class Stream(threading.Thread):
         super().__init__(daemon=True)
         self.source, self.chunks, self.chunk, self.pause = source, chunks, chunk, pause
         self.words, self.topic_word = themed_topics()
-        self.model = StreamingTopicModel(6, vocabulary=self.words, anchor_min_df=5, seed=0)
+        self.model = StreamingTopicModel(6, vocabulary=self.words, anchor_min_df=5, seed=0, burn_in=0)  # events at once
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
 

@@ -45,7 +45,7 @@ def fitted(n=600, **settings):
 
 @pytest.fixture(scope="module")
 def model_and_texts():
-    model, documents = fitted()
+    model, documents = fitted(burn_in=0)  # the first snapshot announces its topics
     model.refresh()
     return model, documents
 

@@ -82,7 +82,7 @@ def test_error_falls_as_the_stream_grows(truth):
 
 def test_warm_refresh_matches_cold_in_fewer_iterations(truth):
     docs = corpus(truth, 12000, seed=3)
-    warm = model()
+    warm = model(burn_in=0)  # events from the first snapshot
     warm.learn_many(docs[:8000])
     first = warm.refresh()
     cold_iterations = warm.last_refresh["iterations_mean"]
@@ -108,7 +108,7 @@ def test_warm_refresh_matches_cold_in_fewer_iterations(truth):
 def test_topic_added_mid_stream_is_a_birth(truth):
     rng = np.random.default_rng(5)
     first_part, _ = semi_synthetic(truth.topic_word[:, : K - 1], 15000, alpha=0.1, doc_length=150, seed=6)
-    m = model()
+    m = model(burn_in=0)  # events from the first snapshot
     m.learn_many(first_part)
     before = m.refresh()
     second_part, _ = semi_synthetic(truth.topic_word, 30000, alpha=0.1, doc_length=150, seed=7)

@@ -56,7 +56,7 @@ def test_snapshots_every_n_documents_and_at_the_end(tmp_path):
     summary = engine.run()
     assert [(v, name) for v, name, _ in seen] == [
         (1, "snapshot-000001.json"), (2, "snapshot-000002.json"), (3, "snapshot-000003.json")]
-    assert {e["type"] for e in seen[0][2]} == {"birth"} and len(seen[0][2]) == 3
+    assert seen[0][2] == []  # the first topics form (the burn-in): no events yet
     assert summary.documents == 250 and summary.absorbed == 250 and not summary.malformed
     last = TopicSnapshot.load(tmp_path / "run" / "snapshot-000003.json")
     assert last.documents_seen == 250 and last.position == {"documents": 250, "archive": 250}

@@ -45,7 +45,8 @@ def corpus():
 
 
 def new_model() -> StreamingTopicModel:
-    return StreamingTopicModel(N_TOPICS, vocabulary=[f"w{i}" for i in range(N_WORDS)], anchor_min_df=5)
+    # burn_in=0: the first snapshot announces its topics, so the event routes have events at once
+    return StreamingTopicModel(N_TOPICS, vocabulary=[f"w{i}" for i in range(N_WORDS)], anchor_min_df=5, burn_in=0)
 
 
 def metric_samples(text: str) -> dict:

@@ -202,7 +202,7 @@ def test_a_topic_keeps_its_id_on_most_of_its_top_words():
 
 def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth):
     docs = with_boilerplate(truth, 6000, seed=9)
-    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, death_grace=1)
+    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, death_grace=1, burn_in=0)
     model.learn_many(docs)
     first = model.refresh()
     lost = first.topic_ids[0]
@@ -225,7 +225,8 @@ def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth
 
 
 def _grace_model(truth, **settings):
-    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, **settings)
+    """A model refreshed once; events from its first snapshot unless the test sets a burn-in."""
+    model = StreamingTopicModel(K, vocabulary=WORDS, refine_iterations=0, **{"burn_in": 0, **settings})
     model.learn_many(with_boilerplate(truth, 6000, seed=9))
     first = model.refresh()
     view = model.statistics().view()
@@ -284,29 +285,36 @@ def _two_replaced(view, anchors, skip=0):
     return np.concatenate([others, anchors[2:]])
 
 
-def test_events_wait_for_the_burn_in_then_the_net_change_is_announced(truth, tmp_path):
+def test_events_wait_for_the_burn_in_then_the_topics_present_are_announced(truth, tmp_path):
     model, first, view, anchors = _grace_model(truth, burn_in=3, death_grace=0)
-    assert [e["type"] for e in first.events] == ["birth"] * K  # the first snapshot announces its topics
+    assert first.events == [] and first.forming  # the first topics still form
     moved = _publish_with_anchors(model, view, _two_replaced(view, anchors))  # 6 of 8 anchors held: forming
-    assert moved.events == []
-    newcomers = [t for t in moved.topic_ids if t not in first.topic_ids]
-    assert len(newcomers) == 2
+    assert moved.events == [] and moved.forming
+    assert len([t for t in moved.topic_ids if t not in first.topic_ids]) == 2
     restored = StreamingTopicModel.load(model.save(tmp_path / "burn-in.state"))
-    for m in (model, restored):  # every anchor held: the burn-in ends with the net change
+    for m in (model, restored):  # every anchor held: the burn-in ends, the topics present are born
         settled = _publish_with_anchors(m, view, _two_replaced(view, anchors))
-        births = sorted(e["topic"] for e in settled.events if e["type"] == "birth")
-        deaths = [e for e in settled.events if e["type"] == "death"]
-        assert births == sorted(newcomers)
-        assert sorted(e["topic"] for e in deaths) == sorted(first.topic_ids[:2])
-        assert {e["anchor"] for e in deaths} == set(first.anchors[:2])
+        assert not settled.forming
+        assert [e["type"] for e in settled.events] == ["birth"] * K  # the two replaced ones never announced
+        assert [e["topic"] for e in settled.events] == settled.topic_ids
+        assert [e["anchor"] for e in settled.events] == settled.anchors
     after = _publish_with_anchors(model, view, anchors)  # after the burn-in, events as usual
     assert birth_and_death_events(after)
 
 
+def test_without_a_burn_in_the_first_snapshot_announces_its_topics(truth):
+    model, first, _, _ = _grace_model(truth, burn_in=0)
+    assert [e["type"] for e in first.events] == ["birth"] * K and not first.forming
+
+
 def test_the_burn_in_ends_after_its_refreshes_even_if_topics_keep_moving(truth):
-    model, first, view, anchors = _grace_model(truth, burn_in=2, birth_grace=0)
-    assert _publish_with_anchors(model, view, _two_replaced(view, anchors)).events == []
-    last = _publish_with_anchors(model, view, anchors)  # moved back: nothing changed on balance
-    assert birth_and_death_events(last) == [] and model.lineage.burn_in_left is None
-    again = _publish_with_anchors(model, view, _two_replaced(view, anchors, skip=2))  # past it: at once
-    assert [e["type"] for e in birth_and_death_events(again)] == ["birth", "birth"]
+    model, first, view, anchors = _grace_model(truth, burn_in=2, birth_grace=0, death_grace=0)
+    assert first.forming and _publish_with_anchors(model, view, _two_replaced(view, anchors)).events == []
+    last = _publish_with_anchors(model, view, _two_replaced(view, anchors, skip=2))  # still moving: over anyway
+    assert [e["topic"] for e in birth_and_death_events(last)] == last.topic_ids
+    assert model.lineage.burn_in_left is None and not last.forming
+    again = _publish_with_anchors(model, view, anchors)  # past it: events at once
+    events = birth_and_death_events(again)
+    born, died = set(again.topic_ids) - set(last.topic_ids), set(last.topic_ids) - set(again.topic_ids)
+    assert born and sorted(e["topic"] for e in events if e["type"] == "birth") == sorted(born)
+    assert sorted(e["topic"] for e in events if e["type"] == "death") == sorted(died)

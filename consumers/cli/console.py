@@ -125,8 +125,11 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
     parts = [f"snapshot {snapshot.version}", f"{snapshot.documents_seen:,} documents"]
     if snapshot.stream_time is not None:
         parts.append(f"stream time {_format_time(snapshot.stream_time)}")
-    counts = {t: sum(e["type"] == t for e in snapshot.events) for t in ("birth", "death", "change")}
-    parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()))
+    if snapshot.forming:
+        parts.append("topics forming (events wait for the burn-in)")
+    else:
+        counts = {t: sum(e["type"] == t for e in snapshot.events) for t in ("birth", "death", "change")}
+        parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()))
     if path is not None:
         parts.append(str(path))
     return " | ".join(parts)

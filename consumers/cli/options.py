@@ -104,15 +104,18 @@ def topic_options(function):
                      show_default=True, metavar="X",
                      help="A topic keeps its id when its words moved less than X times the median distance "
                           "between two topics (it also keeps it on the same anchor or most of its top words)."),
+        click.option("--burn-in", type=click.IntRange(min=0), default=4, show_default=True, metavar="N",
+                     help="Refreshes after the first snapshot during which the first topics form and events "
+                          "wait (fewer once 80% of the anchors hold); 0: the first snapshot announces its topics."),
     ]
     for option in reversed(options):
         function = option(function)
     return function
 
 
-def topic_settings(stop_words_file, max_df, min_df, match_threshold) -> dict:
+def topic_settings(stop_words_file, max_df, min_df, match_threshold, burn_in) -> dict:
     """StreamingTopicModel keyword arguments from :func:`topic_options`."""
-    settings = {"max_df": max_df, "match_threshold": match_threshold}
+    settings = {"max_df": max_df, "match_threshold": match_threshold, "burn_in": burn_in}
     if min_df is not None:
         settings["anchor_min_df"] = min_df
     if stop_words_file is not None:
