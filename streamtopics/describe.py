@@ -18,7 +18,7 @@ all 8,000 took 0.2 s at K = 20).
 * :class:`DocumentExcerpts`: the key and first ``EXCERPT_CHARS`` characters of the documents the
   reservoir keeps. Same capacity and same rule as the reservoir (the smallest key hashes, or the
   most recent documents), so its documents are the reservoir's: at most ``reservoir_size``
-  excerpts (about 4 MB at the default 8,000). Ingest pays one comparison per document, and a
+  excerpts (about 8 MB at the default 16,000). Ingest pays one comparison per document, and a
   heap push and a string slice for the documents it keeps.
 """
 

@@ -16,6 +16,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
+from .config import ModelConfig
 from .model import StreamingTopicModel
 
 __all__ = ["StreamingTopicsEstimator"]
@@ -72,8 +73,9 @@ class StreamingTopicsEstimator:
     2
     """
 
-    def __init__(self, n_components: int = 10, *, vocabulary=None, anchor_min_df=1, refine_iterations: int = 30,
-                 reservoir_size: int = 8000, background_topic: bool = True, random_state: int | None = None):
+    def __init__(self, n_components: int = 10, *, vocabulary=None, anchor_min_df=1,
+                 refine_iterations: int = ModelConfig.refine_iterations, reservoir_size: int = ModelConfig.reservoir_size,
+                 background_topic: bool = ModelConfig.background_topic, random_state: int | None = None):
         self.n_components = n_components
         self.vocabulary = vocabulary
         self.anchor_min_df = anchor_min_df
