@@ -35,7 +35,7 @@ def _row_offset(i, n_words):
 
 
 @njit(cache=True, nogil=True)
-def _group_entries_by_word(indices, n_words):
+def group_entries_by_word(indices, n_words):
     """Counting sort of batch entries by word id (stable, so document order is kept).
 
     Returns the entry positions in word order and, for each distinct word present, the start of
@@ -214,7 +214,7 @@ class CooccurrenceStats:
 
     def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
         """Run the ingest kernel over one batch with per-document weights."""
-        order, group_starts = _group_entries_by_word(batch.indices, self.n_words)
+        order, group_starts = group_entries_by_word(batch.indices, self.n_words)
         n_chunks = max(64, 4 * numba.get_num_threads())
         _accumulate_batch(
             self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,

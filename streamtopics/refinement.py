@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
+from .cooccurrence import group_entries_by_word
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
 
@@ -179,27 +180,11 @@ class WordMajor:
 
     @classmethod
     def of(cls, batch: DocumentBatch, n_words: int) -> "WordMajor":
-        return cls(*_group_by_word(batch.indptr, batch.indices, batch.counts, n_words))
-
-
-@njit(cache=True, nogil=True)
-def _group_by_word(indptr, indices, counts, n_words):
-    """A counting sort of the tokens by word, documents in order within a word."""
-    ptr = np.zeros(n_words + 1, np.int64)
-    for j in indices:
-        ptr[j + 1] += 1
-    for j in range(n_words):
-        ptr[j + 1] += ptr[j]
-    fill = ptr[:-1].copy()
-    docs = np.empty(indices.size, np.int64)
-    grouped = np.empty(indices.size, np.float64)
-    for d in range(indptr.size - 1):
-        for p in range(indptr[d], indptr[d + 1]):
-            j = indices[p]
-            docs[fill[j]] = d
-            grouped[fill[j]] = counts[p]
-            fill[j] += 1
-    return ptr, docs, grouped
+        order, _ = group_entries_by_word(batch.indices, n_words)  # stable: documents in order
+        ptr = np.zeros(n_words + 1, np.int64)
+        np.cumsum(np.bincount(batch.indices, minlength=n_words), out=ptr[1:])
+        doc_of_entry = np.repeat(np.arange(len(batch), dtype=np.int64), np.diff(batch.indptr))
+        return cls(ptr, doc_of_entry[order], batch.counts[order])
 
 
 @njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
