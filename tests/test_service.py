@@ -169,7 +169,7 @@ def test_snapshot_lists_top_words_and_caps_top_n(served):
     model, source, client = served
     body = client.get("/api/snapshot", params={"top_n": 3}).json()
     assert body["version"] == 2 and body["n_topics"] == N_TOPICS and body["vocabulary_size"] == N_WORDS
-    assert body["documents_seen"] == 2500
+    assert body["documents_seen"] == 2500 and body["forming"] is False  # burn_in=0
     expected = model.snapshot.top_words(3)
     for topic in body["topics"]:
         assert [w for w, _ in topic["top_words"]] == [w for w, _ in expected[topic["id"]]]
@@ -631,3 +631,11 @@ def test_the_grafana_dashboard_queries_only_metrics_the_service_exports(finished
     histogram = {"streamtopics_refresh_duration_seconds_" + s for s in ("bucket", "sum", "count")}
     assert ours - histogram <= read and histogram & read
     assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])
+
+
+def test_a_snapshot_in_the_burn_in_says_its_topics_are_forming(tmp_path, corpus):
+    model = StreamingTopicModel(N_TOPICS, vocabulary=[f"w{i}" for i in range(N_WORDS)], anchor_min_df=5)  # burn_in 4
+    model.learn_many(corpus[:1000])
+    model.refresh().save(tmp_path / "snapshot-000001.json")
+    body = TestClient(create_app(SnapshotDirectorySource(tmp_path, min_poll_interval=0))).get("/api/snapshot").json()
+    assert body["forming"] is True and body["events"] == []

@@ -106,7 +106,7 @@ def create_app(source: TopicSource, token: str | None = None, *, title: str = "s
             "version": snapshot.version, "documents_seen": snapshot.documents_seen,
             "position": snapshot.position, "stream_time": snapshot.stream_time,
             "n_topics": snapshot.n_topics, "vocabulary_size": len(snapshot.vocabulary),
-            "events": snapshot.events,
+            "events": snapshot.events, "forming": snapshot.forming,
             "topics": [_topic_entry(snapshot, top, k, top_n, True, src.extras(t))
                        for k, t in enumerate(snapshot.topic_ids)],
         })

@@ -85,6 +85,7 @@ def openapi_schema(with_token: bool = False) -> dict:
                 "version": {"type": "integer"}, "documents_seen": {"type": "integer"},
                 "stream_time": {"type": "number", "nullable": True}, "n_topics": {"type": "integer"},
                 "vocabulary_size": {"type": "integer"}, "events": {"type": "array", "items": {"type": "object"}},
+                "forming": {"type": "boolean", "description": "the first topics still form (the burn-in): no events yet"},
                 "topics": {"type": "array", "items": {"type": "object", "properties": {
                     "id": {"type": "integer"}, "anchor": {"type": "string"}, "prevalence": {"type": "number"},
                     "alpha": {"type": "number"}, "label": label, "coherence": coherence,

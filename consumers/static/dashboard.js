@@ -307,7 +307,10 @@
           ...lines.map(([cls, text]) => el("div", { class: ("ev-meta " + cls).trim(), text })),
           el("div", { class: "ev-meta", text: eventMeta(e) })));
     });
-    if (!items.length) items.push(el("li", { class: "empty", text: "no events yet" }));
+    if (!items.length) {
+      const why = snap.forming ? "topics forming: events wait for the burn-in" : "no events yet";
+      items.push(el("li", { class: "empty", text: why }));
+    }
     $("events").replaceChildren(...items);
     setText("events-count", events.length ? events.length + " latest" : "");
   }
