@@ -7,6 +7,7 @@ and numba compiling the kernels in the new environment."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -33,8 +34,14 @@ def package_data() -> set[str]:
 
 
 def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path):
+    # built from a copy of the sources: setuptools builds in the tree, and a checkout's build/
+    # keeps files deleted since, which a wheel built there would carry
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=lambda folder, names: [
+        n for n in names if n in ("__pycache__", "streamtopics.egg-info")
+        or (Path(folder) == ROOT and n in (".git", ".venv", "build", "dist", "runs", "kafka", ".artifacts"))])
     built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"),
-                 str(ROOT)], cwd=tmp_path)
+                 str(source)], cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("streamtopics-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
