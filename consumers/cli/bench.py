@@ -12,7 +12,7 @@ from .. import builtin_corpus
 from ..records import Record
 from ..sources import open_source
 from .console import BadInput
-from .options import _source_kwargs, model_options, source_options
+from .options import model_options, source_kwargs, source_options
 
 
 @click.command()
@@ -27,7 +27,7 @@ def bench(source, format_, text_fields, id_field, time_field, time_format, from_
 
     SOURCE defaults to the built-in stream. Prints documents per second for each stage.
     """
-    opened = open_source(source, **_source_kwargs(format_, text_fields, id_field, time_field, time_format,
+    opened = open_source(source, **source_kwargs(format_, text_fields, id_field, time_field, time_format,
                                                   from_offset, from_time))
     timings = []
     t0 = time.perf_counter()

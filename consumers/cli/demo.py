@@ -18,7 +18,7 @@ from ..kernel_cache import COMPILING_MESSAGE, first_compile
 from ..replay import Replay
 from .console import Console, topic_table
 from .options import live_service, serve_options, serve_until_interrupted
-from .replay import _prepare_out, run_replay
+from .replay import prepare_out, run_replay
 
 
 @click.command()
@@ -45,7 +45,7 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
                  f"({n_topics} topics, a snapshot every {snapshot_every} documents) into {out}")
     if first_compile():
         console.echo(COMPILING_MESSAGE)
-    _prepare_out(out, force=True)
+    prepare_out(out, force=True)
     model = StreamingTopicModel(n_topics, vocabulary_size=3000, warmup_documents=800,
                                 tokenizer=builtin_corpus.tokenizer())
     engine = Replay(model, builtin_corpus.BuiltinCorpus(), out, every_documents=snapshot_every)

@@ -17,7 +17,7 @@ from ..records import Malformed, Record
 from ..replay import model_path
 from ..sources import open_source
 from .console import BadInput, Console
-from .options import _source_kwargs, source_options
+from .options import source_kwargs, source_options
 
 
 def _stdin_records():
@@ -56,7 +56,7 @@ def infer(input, model_location, format_, text_fields, id_field, time_field, tim
     console = Console()
     if first_compile():
         click.echo(COMPILING_MESSAGE, err=True)  # stdout is the JSON lines
-    kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     records = _stdin_records() if input == "-" else open_source(input, **kwargs)
     snapshot = model.snapshot
     batch: list[Record] = []

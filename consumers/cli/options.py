@@ -20,7 +20,7 @@ from ..times import parse_time
 from .console import BadInput, Console
 
 
-def _duration(value: str) -> float:
+def parse_duration(value: str) -> float:
     """``90``, ``90s``, ``15m``, ``6h``, ``1d``, ``2w`` -> seconds."""
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
     text = value.strip().lower()
@@ -56,7 +56,7 @@ def source_options(function):
     return function
 
 
-def _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time) -> dict:
+def source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time) -> dict:
     if from_offset is not None and from_time is not None:
         raise click.UsageError("give --from-offset or --from-time, not both")
     start = "beginning"

@@ -9,7 +9,7 @@ import click
 from ..records import Malformed
 from ..sources import open_source, parse_kafka_url
 from .console import BadInput, Console
-from .options import _source_kwargs, source_options
+from .options import source_kwargs, source_options
 
 
 @click.command()
@@ -28,7 +28,7 @@ def produce(source, destination, format_, text_fields, id_field, time_field, tim
     from kafka import KafkaProducer
 
     servers, topic = parse_kafka_url(destination)
-    opened = open_source(source, **_source_kwargs(format_, text_fields, id_field, time_field, time_format,
+    opened = open_source(source, **source_kwargs(format_, text_fields, id_field, time_field, time_format,
                                                   from_offset, from_time))
     try:
         producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=20)

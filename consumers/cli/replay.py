@@ -15,11 +15,11 @@ from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
 from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
-from .options import (_duration, _source_kwargs, live_service, model_options, serve_options, serve_until_interrupted,
-                      source_options, topic_options, topic_settings)
+from .options import (live_service, model_options, parse_duration, serve_options, serve_until_interrupted,
+                      source_kwargs, source_options, topic_options, topic_settings)
 
 
-def _prepare_out(out: Path, force: bool) -> None:
+def prepare_out(out: Path, force: bool) -> None:
     checkpoints = checkpoint_dir(out)
     existing = SnapshotDirectory(out).files() + (sorted(checkpoints.iterdir()) if checkpoints.is_dir() else [])
     if existing and not force:
@@ -161,7 +161,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @click.option("--snapshot-every", type=click.IntRange(min=1), metavar="N",
               help="Refresh and write a snapshot every N documents (default 1000 unless "
                    "--snapshot-interval is given).")
-@click.option("--snapshot-interval", type=_duration, metavar="DURATION",
+@click.option("--snapshot-interval", type=parse_duration, metavar="DURATION",
               help="Refresh every DURATION of stream time (needs --time-field or Kafka): 90s, 15m, 6h, 1d.")
 @click.option("--speed", type=click.FloatRange(min=0, min_open=True), metavar="X",
               help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
@@ -170,7 +170,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @topic_options
 @click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
               help="Forget: a document's weight halves every N documents after it (default: exact sums).")
-@click.option("--half-life-time", type=_duration, metavar="DURATION",
+@click.option("--half-life-time", type=parse_duration, metavar="DURATION",
               help="Forget by stream time: a document's weight halves every DURATION (7d, 12h) of stream "
                    "time after it (needs --time-field or Kafka).")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N",
@@ -211,7 +211,7 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
     console = Console(quiet)
     if first_compile():
         console.echo(COMPILING_MESSAGE)
-    kwargs = _source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     if dask_scheduler:
         clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
                                              ("--checkpoint-every", checkpoint_every), ("--serve", serve_at),
@@ -236,7 +236,7 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
         if half_life_time and not (time_field or str(source).startswith("kafka://")):
             raise click.UsageError("--half-life-time needs timestamps: give --time-field")
         opened = open_source(source, **kwargs)
-        _prepare_out(out, force)
+        prepare_out(out, force)
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,

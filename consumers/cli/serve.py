@@ -9,7 +9,7 @@ import click
 
 from ..extras import require
 from .console import BadInput
-from .options import _duration
+from .options import parse_duration
 
 
 @click.command()
@@ -20,7 +20,7 @@ from .options import _duration
 @click.option("--allow-remote", is_flag=True,
               help="Allow a non-loopback --host (then set STREAMTOPICS_TOKEN: requests without "
                    "'Authorization: Bearer TOKEN' get 401).")
-@click.option("--stall-after", type=_duration, metavar="DURATION",
+@click.option("--stall-after", type=parse_duration, metavar="DURATION",
               help="Report not ready (/readyz 503) when no snapshot has been written for this long: 90s, 15m.")
 def serve(path, host, port, allow_remote, stall_after):
     """Serve the dashboard, JSON API and Prometheus metrics over a run directory.
