@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
@@ -33,10 +34,21 @@ def top_word_overlap(previous: np.ndarray, current: np.ndarray, n: int = 10) -> 
     """Share of the ``n`` most probable words that two topics have in common, for every pair of
     columns (K_previous x K_current, 0 to 1)."""
     n = min(n, previous.shape[0])
-    top_previous = np.argsort(-previous, axis=0, kind="stable")[:n].T
-    top_current = np.argsort(-current, axis=0, kind="stable")[:n].T
-    shared = np.array([[np.intersect1d(a, b).size for b in top_current] for a in top_previous], dtype=float)
-    return shared.reshape(previous.shape[1], current.shape[1]) / max(n, 1)
+    shared = (_top_word_indicator(previous, n) @ _top_word_indicator(current, n).T).toarray()
+    return shared.astype(float) / max(n, 1)
+
+
+def _top_word_indicator(topic_word: np.ndarray, n: int) -> sp.csr_matrix:
+    """K x V 0/1 matrix of each column's ``n`` most probable words (ties to the lower word id, as
+    a stable sort would: only the candidates at or above the n-th largest value are sorted,
+    not the whole vocabulary)."""
+    words, k = topic_word.shape
+    kth = np.partition(topic_word, words - n, axis=0)[words - n] if n else np.full(k, np.inf)
+    top = np.empty((k, n), dtype=np.int64)
+    for column in range(k):
+        candidates = np.flatnonzero(topic_word[:, column] >= kth[column])
+        top[column] = candidates[np.argsort(-topic_word[candidates, column], kind="stable")[:n]]
+    return sp.csr_matrix((np.ones(k * n), top.ravel(), np.arange(0, k * n + 1, n)), shape=(k, words))
 
 
 @dataclass

@@ -318,3 +318,17 @@ def test_the_burn_in_ends_after_its_refreshes_even_if_topics_keep_moving(truth):
     born, died = set(again.topic_ids) - set(last.topic_ids), set(last.topic_ids) - set(again.topic_ids)
     assert born and sorted(e["topic"] for e in events if e["type"] == "birth") == sorted(born)
     assert sorted(e["topic"] for e in events if e["type"] == "death") == sorted(died)
+
+def test_top_word_overlap_equals_a_plain_stable_sort_reference_ties_included():
+    def reference(previous, current, n):
+        top_previous = np.argsort(-previous, axis=0, kind="stable")[:n].T
+        top_current = np.argsort(-current, axis=0, kind="stable")[:n].T
+        return np.array([[len(set(a) & set(b)) for b in top_current] for a in top_previous]) / n
+
+    rng = np.random.default_rng(3)
+    previous, current = rng.dirichlet(np.full(500, 0.05), 12).T, rng.dirichlet(np.full(500, 0.05), 9).T
+    current[:, :4] = previous[:, :4]
+    tied = np.zeros((30, 4))
+    tied[:3, 0], tied[5:8, 1], tied[:, 2], tied[::2, 3] = 1, 0.5, 1, 1  # ties at and across the n-th place
+    for a, b, n in ((previous, current, 10), (tied, tied[:, ::-1], 10), (tied, tied, 30), (previous, current, 1)):
+        np.testing.assert_array_equal(top_word_overlap(a, b, n), reference(a, b, n))
