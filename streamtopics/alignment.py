@@ -24,6 +24,8 @@ import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
+from .evaluation import top_word_ids
+
 
 def l1_distances(previous: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Pairwise L1 distances between the columns of two V x K matrices (0 to 2)."""
@@ -39,15 +41,9 @@ def top_word_overlap(previous: np.ndarray, current: np.ndarray, n: int = 10) -> 
 
 
 def _top_word_indicator(topic_word: np.ndarray, n: int) -> sp.csr_matrix:
-    """K x V 0/1 matrix of each column's ``n`` most probable words (ties to the lower word id, as
-    a stable sort would: only the candidates at or above the n-th largest value are sorted,
-    not the whole vocabulary)."""
+    """K x V 0/1 matrix of each column's ``n`` most probable words."""
     words, k = topic_word.shape
-    kth = np.partition(topic_word, words - n, axis=0)[words - n] if n else np.full(k, np.inf)
-    top = np.empty((k, n), dtype=np.int64)
-    for column in range(k):
-        candidates = np.flatnonzero(topic_word[:, column] >= kth[column])
-        top[column] = candidates[np.argsort(-topic_word[candidates, column], kind="stable")[:n]]
+    top = top_word_ids(topic_word, n)
     return sp.csr_matrix((np.ones(k * n), top.ravel(), np.arange(0, k * n + 1, n)), shape=(k, words))
 
 

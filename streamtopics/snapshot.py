@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .evaluation import top_word_ids
 from .labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
@@ -114,7 +115,7 @@ class TopicSnapshot:
                 log_topic = np.log(self.topic_word)
                 lift = log_topic - np.log(np.maximum(self.word_distribution(), 1e-300))[:, None]
             score = np.where(self.topic_word > 0, relevance * log_topic + (1.0 - relevance) * lift, -np.inf)
-        order = np.argsort(-score, axis=0, kind="stable")[:n]
+        order = top_word_ids(score, n).T
         return {
             topic: [(self.vocabulary[i], float(self.topic_word[i, k])) for i in order[:, k]]
             for k, topic in enumerate(self.topic_ids)

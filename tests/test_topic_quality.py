@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.alignment import align_topics, top_word_overlap
-from streamtopics.evaluation import matched_l1
+from streamtopics.evaluation import matched_l1, top_word_ids
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
@@ -332,3 +332,14 @@ def test_top_word_overlap_equals_a_plain_stable_sort_reference_ties_included():
     tied[:3, 0], tied[5:8, 1], tied[:, 2], tied[::2, 3] = 1, 0.5, 1, 1  # ties at and across the n-th place
     for a, b, n in ((previous, current, 10), (tied, tied[:, ::-1], 10), (tied, tied, 30), (previous, current, 1)):
         np.testing.assert_array_equal(top_word_overlap(a, b, n), reference(a, b, n))
+
+
+def test_top_word_ids_are_a_stable_sorts_top_n():
+    rng = np.random.default_rng(4)
+    with np.errstate(divide="ignore"):
+        scores = np.log(rng.dirichlet(np.full(300, 0.05), 7).T)  # many -inf: words a topic lacks
+    tied = np.zeros((30, 3))
+    tied[::2, 0], tied[:, 1], tied[5:8, 2] = 1, 1, 0.5
+    for matrix in (scores, tied, -tied):
+        for n in (0, 1, 10, matrix.shape[0]):
+            np.testing.assert_array_equal(top_word_ids(matrix, n), np.argsort(-matrix, axis=0, kind="stable")[:n].T)
