@@ -138,9 +138,10 @@ def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentB
 
 def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,
                               alpha: np.ndarray | None = None) -> float:
-    """Held-out log-likelihood per token: gamma fitted on ``observed`` (optionally blended with
-    the Dirichlet ``alpha``), each held-out token scored by ``log (A gamma)_j``."""
-    gamma = infer_mixtures(observed, topic_word, None, max_iter=100, tol=1e-5)
+    """Held-out log-likelihood per token: gamma fitted on ``observed`` (``SEED_HELD_UPDATES``
+    updates from uniform, as the refinement scores its seed; optionally blended with the
+    Dirichlet ``alpha``), each held-out token scored by ``log (A gamma)_j``."""
+    gamma = infer_mixtures(observed, topic_word, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
     return _completion_score(observed, held, topic_word, gamma, alpha)
 
 
