@@ -7,6 +7,7 @@ and numba compiling the kernels in the new environment."""
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,8 @@ def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path
     for command in commands:
         if " serve " in command:
             # as printed, but on a free port: another server may hold the default one
-            server = subprocess.Popen(command.replace(" serve ", " serve --port 0 ", 1), shell=True, cwd=tmp_path,
+            # (no shell between: terminating a shell can leave its server child running)
+            server = subprocess.Popen(shlex.split(command.replace(" serve ", " serve --port 0 ", 1)), cwd=tmp_path,
                                       env={**ENV, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
             try:
