@@ -129,7 +129,7 @@ class StreamingTopicModel:
         topics), and Dirichlet alpha's scale chosen by held-out likelihood. Default 30 iterations
         over 16,000 documents (0: off), chosen on Gibbs-truth streams and real splits (BENCHMARKS.md,
         topic quality): it is what brings the topics close to a batch Gibbs fit, and about half
-        of a refresh's cost (2.5 of 5.6 s at V = 15,000, K = 100).
+        of a refresh's cost (2.2 of 4.4 s at V = 15,000, K = 100).
     refine_smoothing
         Pseudo-count added to every word of every topic in the refinement's M-step (default
         0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops
