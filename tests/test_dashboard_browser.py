@@ -149,6 +149,18 @@ def launch(p):
                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
 
 
+def open_dashboard(browser, url: str, errors: list, console_errors: bool = True):
+    """A page showing the dashboard at ``url`` once its topic cards are drawn; the page's
+    script errors (and console errors) go to ``errors``."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    if console_errors:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector(".topic-card", timeout=20_000)
+    return page
+
+
 def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -160,12 +172,8 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
         with sync_playwright() as p:
             browser = launch(p)
             try:
-                page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 errors = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.goto(handle.url, wait_until="domcontentloaded")
-                page.wait_for_selector(".topic-card", timeout=20_000)
+                page = open_dashboard(browser, handle.url, errors)
                 assert page.locator(".topic-card").count() == 6
                 first_card = page.locator(".topic-card").first
                 assert first_card.locator(".word").count() == 10
@@ -289,11 +297,8 @@ def test_dashboard_over_a_finished_replay_shows_its_figures_labels_and_documents
         with sync_playwright() as p:
             browser = launch(p)
             try:
-                page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 errors = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(handle.url, wait_until="domcontentloaded")
-                page.wait_for_selector(".topic-card", timeout=20_000)
+                page = open_dashboard(browser, handle.url, errors, console_errors=False)
                 assert page.locator(".topic-card").count() == len(extras) == 16
                 assert page.inner_text("#state-pill").strip().startswith("finished")
                 assert page.inner_text("#documents").replace(",", "") == str(summary.absorbed)
