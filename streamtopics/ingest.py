@@ -24,10 +24,13 @@ from .documents import (
 from .forgetting import DecayedCounter
 from .open_vocabulary import OpenVocabulary
 from .refinement import Reservoir
-from .text import Tokenizer
+from .text import DEFAULT_PATTERN, Tokenizer
+from .text_batch import TextBatchEncoder
 from .trackers import RandomProjectionTracker, n_projections_for_topics
 from .vocabulary import Vocabulary
 from .window import DocumentWindow
+
+TEXT_BATCH = 512  # raw texts encoded per compiled pass (learn_many)
 
 FADING_RATIO = 0.25  # see Ingest.active_view
 RejectHandler = Callable[[Rejection, Any, Any], None]
@@ -60,6 +63,7 @@ class Ingest:
             config.max_vocabulary, config.admit_df, config.vocabulary_sketch_size, config.retire_df))
         self.replaced_slots: set[int] = set()  # vocabulary slots given to another word since the snapshot
         self.admitted_at: dict[int, float] = {}  # slot -> decay clock when its word was admitted (grace)
+        self.text_encoder: TextBatchEncoder | None = None  # built for the vocabulary in force
         self.reservoir = self.excerpts = None
         if config.refine_iterations > 0:
             kind = "uniform" if config.half_life is None else "recent"
@@ -108,6 +112,48 @@ class Ingest:
             self._accept(encoded, document, key)
             return
         self._accept(self.encoder.encode(document, self.vocabulary), document, key)
+
+    def learn_many(self, documents: list, keys: list, stream_times: list) -> None:
+        """:meth:`learn_one` for every document, in order (each dated by its stream time). Raw
+        ASCII text is tokenized and looked up ``TEXT_BATCH`` documents at a time in one compiled
+        pass (:class:`~streamtopics.text_batch.TextBatchEncoder`): the same encoded documents
+        and rejections as one at a time, accepted in the same order, so the same statistics."""
+        i = 0
+        while i < len(documents):
+            if not self._batch_encodable():  # warm-up, open vocabulary or a custom token pattern
+                self.advance_clock(stream_times[i])
+                self.learn_one(documents[i], keys[i])
+                i += 1
+                continue
+            chunk = range(i, min(len(documents), i + TEXT_BATCH))
+            batched = [d for d in chunk if TextBatchEncoder.handles(documents[d], self.config.max_text_chars)]
+            encoded = self._text_encoder().encode([documents[d] for d in batched]) if batched else None
+            position = {d: n for n, d in enumerate(batched)}
+            for d in chunk:
+                self.advance_clock(stream_times[d])
+                n = position.get(d)
+                if n is None:
+                    self.learn_one(documents[d], keys[d])
+                    continue
+                a, b = encoded.indptr[n], encoded.indptr[n + 1]
+                oov = float(encoded.oov[n])
+                if encoded.tokens[n] == 0:
+                    result = Rejection("empty", "no tokens")
+                elif a == b:
+                    result = Rejection("no_known_words", f"{oov:g} tokens, none in the vocabulary")
+                else:
+                    result = EncodedDocument(encoded.indices[a:b], encoded.counts[a:b], oov)
+                self._accept(result, documents[d], keys[d])
+            i = chunk.stop
+
+    def _batch_encodable(self) -> bool:
+        return (self.vocabulary is not None and self.open_vocabulary is None
+                and self.tokenizer.pattern == DEFAULT_PATTERN)
+
+    def _text_encoder(self) -> TextBatchEncoder:
+        if self.text_encoder is None or self.text_encoder.vocabulary is not self.vocabulary:
+            self.text_encoder = TextBatchEncoder(self.tokenizer, self.vocabulary)
+        return self.text_encoder
 
     def learn_indexed(self, documents, keys, stream_times=None) -> None:
         """Absorb pre-indexed counts (a scipy sparse matrix or a :class:`DocumentBatch`)."""

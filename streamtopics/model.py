@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
@@ -23,7 +24,7 @@ from .documents import DocumentBatch, Rejection
 from .forgetting import DecayedCounter
 from .history import TopicHistory
 from .inference import infer_mixtures
-from .ingest import Ingest, RejectHandler
+from .ingest import TEXT_BATCH, Ingest, RejectHandler
 from .lineage import Lineage, RefreshState
 from .persistence import load_model, save_model
 from .policy import DriftMonitor, RefreshPolicy
@@ -250,15 +251,13 @@ class StreamingTopicModel:
         if isinstance(documents, DocumentBatch) or hasattr(documents, "tocsr"):
             self.ingest.learn_indexed(documents, keys, stream_times)
             return
-        if keys is None and stream_times is None:
-            for document in documents:
-                self.learn_one(document)
-            return
-        documents = list(documents)
-        keys = [None] * len(documents) if keys is None else keys
-        stream_times = [None] * len(documents) if stream_times is None else stream_times
-        for document, key, stream_time in zip(documents, keys, stream_times, strict=True):
-            self.learn_one(document, key, stream_time)
+        given = [column for column in (keys, stream_times) if column is not None]
+        rows = zip(documents, *given, strict=True)  # lazily: a generator of documents stays one
+        while chunk := list(islice(rows, TEXT_BATCH)):
+            columns = iter(zip(*chunk))
+            texts = list(next(columns))
+            self.ingest.learn_many(texts, [None] * len(texts) if keys is None else list(next(columns)),
+                                   [None] * len(texts) if stream_times is None else list(next(columns)))
 
     def _accepted(self, encoded) -> None:
         """An accepted document is buffered: score it for drift (the snapshot has not seen it)
