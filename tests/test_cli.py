@@ -43,14 +43,19 @@ def write_archive(path: Path, n=200, seed=3) -> Path:
     return path
 
 
+def replayed(tmp_path_factory, name: str, *options):
+    """``streamtopics replay`` of the test archive into a new folder's run/: (run dir, result)."""
+    tmp = tmp_path_factory.mktemp(name)
+    archive = write_archive(tmp / "news.jsonl")
+    result = cli("replay", archive, "--out", tmp / "run", *options, *SMALL)
+    assert result.returncode == 0, result.stderr
+    return tmp / "run", result
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """One replay shared by the read-only commands."""
-    tmp = tmp_path_factory.mktemp("cli")
-    archive = write_archive(tmp / "news.jsonl")
-    result = cli("replay", archive, "--out", tmp / "run", "--snapshot-every", "80", "--burn-in", "0", *SMALL)
-    assert result.returncode == 0, result.stderr
-    return tmp / "run", result
+    return replayed(tmp_path_factory, "cli", "--snapshot-every", "80", "--burn-in", "0")
 
 
 def test_replay_prints_snapshots_events_and_summary(run_dir):
@@ -117,11 +122,7 @@ def test_replay_reports_malformed_records_and_finishes(tmp_path):
 @pytest.fixture(scope="module")
 def stopped_run(tmp_path_factory):
     """A replay stopped after 70 documents: one checkpoint, in run/checkpoints."""
-    tmp = tmp_path_factory.mktemp("stopped")
-    archive = write_archive(tmp / "news.jsonl")
-    result = cli("replay", archive, "--out", tmp / "run", "--snapshot-every", "50", "--stop-after", "70", *SMALL)
-    assert result.returncode == 0, result.stderr
-    return tmp / "run"
+    return replayed(tmp_path_factory, "stopped", "--snapshot-every", "50", "--stop-after", "70")[0]
 
 
 def _reseal(body: dict) -> dict:
