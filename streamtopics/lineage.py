@@ -1,7 +1,8 @@
 """The refresh lineage: what one snapshot hands on to the next.
 
 A :class:`RefreshState` holds the last snapshot, the warm-start coefficients, the next topic id,
-the significant topics and the missing topics still within their grace. :meth:`RefreshState.advance`
+the significant topics, the missing topics still within their grace and the departed ones (dead,
+remembered so that a topic which comes back gets its id back). :meth:`RefreshState.advance`
 turns statistics and that state into the next snapshot (DESIGN 2.3-2.5): anchors, warm-started
 recovery, seeded refinement, alignment of topic ids with the previous snapshot, and the births,
 deaths and changes between them. :class:`Lineage` is the part another refresher may take over
@@ -27,6 +28,7 @@ from .vocabulary import Vocabulary
 
 EVENT_WORDS = 10  # top words compared by change events (births and deaths show the first 8)
 SETTLED_ANCHORS = 0.8  # the burn-in ends once this share of the anchors holds between two refreshes
+DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (the most recent deaths)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RefreshState:
         self.absorbed_at_refresh = 0  # documents absorbed when a refresh last ran (or was skipped)
         self.significant: set[int] = set()
         self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
+        self.departed: dict[int, MissingTopic] = {}  # announced dead, oldest first: a return keeps its id
         self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
         self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
         self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
@@ -65,9 +68,13 @@ class RefreshState:
             lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
 
     def forget_word(self, slot: int) -> None:
-        """A vocabulary slot now holds another word: its warm start becomes uniform."""
+        """A vocabulary slot now holds another word: its warm start becomes uniform and the
+        remembered columns of missing and departed topics no longer weigh it."""
         if self.coefficients is not None:
             self.coefficients[slot] = 1.0 / self.coefficients.shape[1]
+        for kept in (*self.missing.values(), *self.departed.values()):
+            if slot < kept.column.shape[0]:
+                kept.column[slot] = 0.0
 
     def advance(self, view, tracker, vocabulary: Vocabulary, n_docs: int, position, reservoir,
                 stream_time, replaced_slots: set[int], excerpts=None) -> tuple[TopicSnapshot, dict]:
@@ -195,13 +202,14 @@ class RefreshState:
 
     def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str],
                replaced_slots: set[int] | None):
-        """Ids for the new topics: matched against the previous snapshot's topics and the missing
-        ones still within their grace (:class:`~streamtopics.alignment.MissingTopic`)."""
+        """Ids for the new topics: matched against the previous snapshot's topics, the missing
+        ones still within their grace and the departed ones
+        (:class:`~streamtopics.alignment.MissingTopic`)."""
         if previous is None:
             alignment = align_topics(None, None, topic_word, self.next_topic_id, self.config.match_threshold)
             self.next_topic_id = alignment.next_id
             return alignment
-        missing = list(self.missing.items())
+        missing = list(self.missing.items()) + list(self.departed.items())
         columns = [previous.topic_word] + [m.column[:, None] for _, m in missing]
         n_words = max(topic_word.shape[0], max(c.shape[0] for c in columns))
         before = np.column_stack([np.vstack([c, np.zeros((n_words - c.shape[0], c.shape[1]))])  # words admitted since
@@ -216,11 +224,15 @@ class RefreshState:
         return alignment
 
     def _events(self, previous: TopicSnapshot | None, snapshot: TopicSnapshot, alignment) -> list[dict]:
-        """Births, deaths (after the grace) and changes since ``previous``, with their words."""
+        """Births, deaths (after the grace), returns and changes since ``previous``, with their
+        words."""
         config = self.config
         top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
         before = {} if previous is None else previous.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
-        gone = set(alignment.deaths)
+        returned = [t for t in snapshot.topic_ids if t in self.departed]
+        for topic in returned:
+            del self.departed[topic]
+        gone = set(alignment.deaths) - set(self.departed)
         for topic in list(self.missing):
             if topic in gone:
                 self.missing[topic].refreshes += 1
@@ -246,14 +258,19 @@ class RefreshState:
             births, deaths = alignment.births, dead
         if previous is None or self.burn_in_left is not None:
             return self._burn_in(previous, snapshot, top, dead)
+        births = [t for t in births if t not in returned]
+        if config.min_prevalence > 0:  # a minor topic's return is no event (nor was its death)
+            returned = [t for t in returned if t in self.significant]
         births, deaths = self._debounced(previous, snapshot, births, deaths)
         events = self._births(snapshot, top, births)
+        events += [{**event, "type": "return"} for event in self._births(snapshot, top, returned)]
         for topic in deaths:
             lost = self.missing.get(topic)
             events.append({"type": "death", "topic": topic} if lost is None else
                           {"type": "death", "topic": topic, "anchor": lost.anchor, "words": lost.words})
+        self._depart([t for t in dead if t in deaths])
         for topic in dead:
-            del self.missing[topic]
+            self.missing.pop(topic, None)
         for k, topic in enumerate(snapshot.topic_ids):
             if topic not in alignment.distances or topic not in before:
                 continue  # new, or back from missing (no event either way)
@@ -266,6 +283,17 @@ class RefreshState:
                                "words_in": [w for w in now if w not in then],
                                "words_out": [w for w in then if w not in now]})
         return events
+
+    def _depart(self, topics: list[int]) -> None:
+        """Remember the columns of topics whose death was just announced, the most recent
+        ``DEPARTED_PER_TOPIC`` per topic slot: one that comes back (same anchor, close in L1 or
+        most of its top words, as for a missing topic) takes its id back with a return event
+        instead of a birth under a new id. On the Reuters replay (K = 20) oil and banking lost
+        their anchors to a burst of commodity-price tables for four refreshes and came back."""
+        for topic in topics:
+            self.departed[topic] = self.missing[topic]
+        for topic in list(self.departed)[: max(0, len(self.departed) - DEPARTED_PER_TOPIC * self.config.n_topics)]:
+            del self.departed[topic]
 
     def _burn_in(self, previous, snapshot: TopicSnapshot, top: dict, dead: list[int]) -> list[dict]:
         """While a young stream's first topics still form, no events: the burn-in lasts at most

@@ -3,7 +3,7 @@
 The file holds the configuration (:meth:`~streamtopics.config.ModelConfig.to_dict`), the
 tokenizer, the ingest side (vocabulary, sums, tracker, activity, window, reservoir, warm-up
 documents, counters, open vocabulary, text excerpts) and the refresh lineage (snapshot, warm-start
-coefficients, next topic id, significant topics, topics within their birth or death grace,
+coefficients, next topic id, significant topics, topics within their birth or death grace, departed topics,
 the burn-in, the last labels), so a loaded model continues exactly where
 the saved one stopped.
 """
@@ -56,6 +56,8 @@ def save_model(model, path) -> Path:
             arrays["snapshot.background"] = snapshot.background
     for topic, missing in lineage.missing.items():
         arrays[f"missing.{topic}"] = missing.column
+    for topic, departed in lineage.departed.items():
+        arrays[f"departed.{topic}"] = departed.column
     meta = {
         "config": model.config.to_dict(),
         "tokenizer": ingest.tokenizer.get_config(),
@@ -71,6 +73,7 @@ def save_model(model, path) -> Path:
         "history": model.history.to_dict(),
         "significant": sorted(lineage.significant),
         "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in lineage.missing.items()],
+        "departed": [[t, m.anchor, m.words, m.refreshes] for t, m in lineage.departed.items()],
         "unannounced": [[t, n] for t, n in lineage.unannounced.items()],
         "burn_in_left": lineage.burn_in_left,
         "labels": [[t, label] for t, label in lineage.labels.items()],
@@ -139,6 +142,8 @@ def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
     lineage.significant = set(meta.get("significant", []))
     lineage.missing = {int(t): MissingTopic(arrays[f"missing.{t}"], anchor, list(words), int(refreshes))
                        for t, anchor, words, refreshes in meta.get("missing", [])}
+    lineage.departed = {int(t): MissingTopic(arrays[f"departed.{t}"], anchor, list(words), int(refreshes))
+                        for t, anchor, words, refreshes in meta.get("departed", [])}
     lineage.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
     lineage.burn_in_left = meta.get("burn_in_left")
     lineage.labels = {int(t): label for t, label in meta.get("labels", [])}

@@ -12,6 +12,7 @@ from .evaluation import top_word_ids
 from .labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
+EVENT_TYPES = ("birth", "death", "return", "change")  # what ``TopicSnapshot.events`` may say
 
 
 @dataclass
@@ -20,7 +21,8 @@ class TopicSnapshot:
 
     ``topic_word`` is V x K with columns summing to 1, column k being topic ``topic_ids[k]``;
     ids are stable across refreshes (DESIGN 2.6). ``events`` lists what changed since the previous
-    snapshot: ``{"type": "birth" | "death" | "change", "topic": id, ...}``. ``position`` is the
+    snapshot: ``{"type": "birth" | "death" | "return" | "change", "topic": id, ...}`` (a return: a
+    topic announced dead came back and has its id again). ``position`` is the
     stream position the snapshot reflects (Kafka offsets, archive line, ...), set by the caller.
     The snapshot holds no wall-clock time, so replaying a stream reproduces it byte for byte.
     ``background`` (V, or None) is the distribution of the words common to all topics, explaining

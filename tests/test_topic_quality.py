@@ -278,6 +278,36 @@ def test_grace_state_survives_save_and_load(truth, tmp_path):
     assert [e["topic"] for e in birth_and_death_events(got) if e["type"] == "death"] == [first.topic_ids[0]]
 
 
+def test_a_topic_that_returns_after_its_death_takes_its_id_back(truth, tmp_path):
+    model, first, view, anchors = _grace_model(truth, death_grace=1, birth_grace=0)
+    lost = first.topic_ids[0]
+    for _ in range(2):  # missing for longer than its grace: dead
+        gone = _publish_with_anchors(model, view, anchors[1:])
+    assert [(e["type"], e["topic"]) for e in birth_and_death_events(gone)] == [("death", lost)]
+    assert set(model.lineage.departed) == {lost} and not model.lineage.missing
+    restored = StreamingTopicModel.load(model.save(tmp_path / "departed.state"))
+    for m in (model, restored):  # anchored on its old word again: its id, a return, no birth
+        back = _publish_with_anchors(m, view, anchors)
+        assert back.topic_ids == first.topic_ids and not birth_and_death_events(back)
+        assert [(e["type"], e["topic"], e["anchor"]) for e in back.events if e["type"] != "change"] == [
+            ("return", lost, first.anchors[0])]
+        assert not m.lineage.departed
+
+
+def test_departed_topics_are_remembered_one_per_topic_slot_the_most_recent(truth):
+    model, first, view, anchors = _grace_model(truth, death_grace=0, birth_grace=0)
+    frequent = [i for i in np.argsort(-np.asarray(view.document_frequency)) if i not in anchors]
+    dead = []  # reference: every announced death, minus the topics that came back since
+    for chosen in (anchors[7:], frequent[:K], frequent[K:2 * K], frequent[2 * K:3 * K]):
+        snapshot = _publish_with_anchors(model, view, np.asarray(chosen))
+        for event in snapshot.events:
+            if event["type"] == "return":
+                dead.remove(event["topic"])
+            elif event["type"] == "death":
+                dead.append(event["topic"])
+    assert len(dead) > K and list(model.lineage.departed) == dead[-K:]
+
+
 def _two_replaced(view, anchors, skip=0):
     """The anchors with the first two replaced by frequent other words (25% of K = 8 moved)."""
     others = [i for i in np.argsort(-np.asarray(view.document_frequency))

@@ -13,7 +13,7 @@ import click
 from tqdm import tqdm
 
 from streamtopics import TopicSnapshot
-from streamtopics.snapshot import DISPLAY_RELEVANCE
+from streamtopics.snapshot import DISPLAY_RELEVANCE, EVENT_TYPES
 
 from ..records import Malformed
 
@@ -98,7 +98,7 @@ def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
 
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
-    """One line per birth and change in ``snapshot.events``, one for all deaths; each topic
+    """One line per birth, return and change in ``snapshot.events``, one for all deaths; each topic
     with its label (events written before labels existed: without)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
@@ -106,8 +106,9 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
         topic = event["topic"]
         name = f"topic {topic:<4}" + (f" {event['label']}" if event.get("label") else "")
         tail = ": " + " ".join(w for w, _ in top[topic]) if topic in top else ""
-        if event["type"] == "birth":
-            lines.append(f"  + birth   {name}  anchor {event['anchor']!r}{tail}")
+        if event["type"] in ("birth", "return"):
+            sign = "+" if event["type"] == "birth" else "<"
+            lines.append(f"  {sign} {event['type']:<7} {name}  anchor {event['anchor']!r}{tail}")
         elif event["type"] == "change":
             moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
                              + [f"-{w}" for w in event.get("words_out", [])[:3]])
@@ -128,8 +129,9 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
     if snapshot.forming:
         parts.append("topics forming (events wait for the burn-in)")
     else:
-        counts = {t: sum(e["type"] == t for e in snapshot.events) for t in ("birth", "death", "change")}
-        parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()))
+        counts = {t: sum(e["type"] == t for e in snapshot.events) for t in EVENT_TYPES}
+        parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()
+                               if n or t != "return"))  # returns are rare: named when there are some
     if path is not None:
         parts.append(str(path))
     return " | ".join(parts)

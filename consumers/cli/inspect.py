@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from streamtopics import TopicSnapshot
+from streamtopics.snapshot import EVENT_TYPES
 
 from ..extras import require
 from ..snapshot_directory import SnapshotDirectory
@@ -76,11 +77,11 @@ def topics(path, words, as_json):
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--type", "types", type=click.Choice(["birth", "death", "change"]), multiple=True,
+@click.option("--type", "types", type=click.Choice(EVENT_TYPES), multiple=True,
               help="Only these events (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 def events(path, types, as_json):
-    """Print topic births, deaths and changes across the snapshots of a run directory."""
+    """Print topic births, deaths, returns and changes across the snapshots of a run directory."""
     for file in _snapshot_files(path):
         snapshot = _load_snapshot(file)
         chosen = [e for e in snapshot.events if not types or e["type"] in types]

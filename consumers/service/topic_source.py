@@ -15,6 +15,7 @@ from collections import deque
 from pathlib import Path
 
 from streamtopics import TopicSnapshot
+from streamtopics.snapshot import EVENT_TYPES
 
 from ..metrics import ServiceMetrics
 from ..run_record import read_run_record
@@ -30,7 +31,6 @@ DEFAULT_HISTORY = 200
 DEFAULT_EVENTS = 100
 HISTORY_KEPT = 1000       # snapshots remembered (prevalence only; the full matrix of the latest)
 EVENTS_KEPT = 5000
-EVENT_TYPES = ("birth", "death", "change")
 REPRESENTATIVES_KEPT = 10  # documents per topic in any response
 REPRESENTATIVE_CHARS = 600  # characters of each representative document's text
 REPRESENTATIVE_WORDS = 20   # words of each representative document

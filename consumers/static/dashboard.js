@@ -272,7 +272,7 @@
     }));
   }
 
-  // what an event says: a title, and the words it names -- a birth's and a death's top words
+  // what an event says: a title, and the words it names -- a birth's, a return's and a death's top words
   // (what was born, what died), the words a change brought in and took out
   function describeEvent(e, names) {
     const name = e.label || names.get(e.topic) || e.anchor || e.anchor_after || "";
@@ -280,6 +280,7 @@
     let title;
     if (e.type === "birth") title = `Topic #${e.topic} born`;
     else if (e.type === "death") title = `Topic #${e.topic} died`;
+    else if (e.type === "return") title = `Topic #${e.topic} returned`;
     else {
       title = `Topic #${e.topic} changed`;
       let moved = e.anchor_before && e.anchor_after && e.anchor_before !== e.anchor_after
