@@ -37,6 +37,8 @@ class ModelConfig:
     anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")
     anchor_stickiness: float | None = _setting(
         None, "A previous anchor is replaced only by a word this much farther out (None: anchors chosen afresh).")
+    anchor_rectification: int = _setting(
+        5, "Alternating-projection steps rectifying the candidates' co-occurrences before anchor search (0: none).")
     n_projections: int | None = _setting(None, "Random directions of the tracker (None: from n_topics).")
     rp_min_support: float = _setting(DEFAULT_RP_MIN_SUPPORT, "Fraction of documents a tracker candidate occurs in.")
     recovery: str = _setting("l2", "Topic recovery: 'l2' or 'kl'.")
@@ -97,8 +99,10 @@ class ModelConfig:
             raise ValueError("birth_grace is a number of refreshes, at least 0")
         if self.burn_in < 0:
             raise ValueError("burn_in is a number of refreshes, at least 0")
+        if int(self.anchor_rectification) < 0:
+            raise ValueError("anchor_rectification is a number of projection steps, at least 0")
         for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
-                     "reservoir_size", "death_grace", "birth_grace", "burn_in", "vocabulary_size",
+                     "reservoir_size", "death_grace", "birth_grace", "burn_in", "vocabulary_size", "anchor_rectification",
                      "warmup_documents", "batch_size", "max_text_chars", "seed"):
             setattr(self, name, int(getattr(self, name)))
         for name in ("window", "n_projections"):

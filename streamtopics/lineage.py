@@ -94,7 +94,8 @@ class RefreshState:
                                  config.candidate_limit(), config.projection_dim, config.anchor_cleanup,
                                  config.seed, method=config.anchor_method, tracker=tracker,
                                  min_support=config.rp_min_support, max_df=ceiling,
-                                 previous=previous, stickiness=config.anchor_stickiness or 0.0)
+                                 previous=previous, stickiness=config.anchor_stickiness or 0.0,
+                                 rectify=config.anchor_rectification)
         t_anchors = time.perf_counter() - t0
         start = self._warm_start_point(view, anchors, vocabulary) if config.warm_start else None
         background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling

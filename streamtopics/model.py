@@ -74,6 +74,13 @@ class StreamingTopicModel:
         a candidate down to half the document-frequency floor. Default None (anchors chosen
         afresh at every refresh): on Gibbs-truth streams 0.1 halved the births and deaths but
         raised the matched L1 (BENCHMARKS.md, topic quality).
+    anchor_rectification
+        ``"fastanchors"`` searches the anchors among the candidates' rows of their co-occurrence
+        block rectified by this many alternating-projection steps onto the rank-K positive
+        semi-definite, sum-one, non-negative matrices (Lee, Bindel & Mimno 2015;
+        :mod:`~streamtopics.rectification`). Default 5; 0: the raw (projected) full rows, as
+        before. On Gibbs-truth streams it kept the anchors of a stationary stream from flipping
+        between refreshes (BENCHMARKS.md, topic quality).
     n_projections
         Random directions P of the tracker (None: ``n_projections_for_topics(n_topics)``).
     rp_min_support

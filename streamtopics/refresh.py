@@ -18,6 +18,7 @@ from .alignment import l1_distances
 from .anchors import candidate_words, fast_anchor_words, random_projection
 from .recovery import dirichlet_alpha, recover_kl, recover_l2, topic_covariance, topics_from_coefficients
 from .candidate_clustering import rp_anchor_groups
+from .rectification import rectified_rows
 
 
 class NotEnoughCandidatesError(ValueError):
@@ -105,7 +106,7 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
                    projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
                    method: str = "fastanchors", tracker=None,
                    min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
-                   previous=None, stickiness: float = 0.0) -> np.ndarray:
+                   previous=None, stickiness: float = 0.0, rectify: int = 0) -> np.ndarray:
     """K anchor word ids by one of three selectors (DESIGN 2.3):
 
     ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
@@ -123,7 +124,9 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     ``previous`` (word ids of the last refresh's anchors) and ``stickiness``: sticky anchors for
     ``"fastanchors"`` (:func:`~streamtopics.anchors.fast_anchor_words`); a previous anchor also
     stays a candidate while its document frequency is at least half of ``min_df``. The
-    tracker-based selectors ignore them.
+    tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
+    candidates' rows of their co-occurrence block after that many alternating-projection steps
+    (:mod:`~streamtopics.rectification`) instead of their (projected) full rows.
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
@@ -141,7 +144,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     if method == "fastanchors":
         if candidates.size < n_topics:
             raise _not_enough(candidates.size, min_df, n_topics)
-        rows = _candidate_rows(view, candidates, projection_dim, seed)
+        rows = (rectified_rows(view, candidates, n_topics, rectify, seed) if rectify > 0
+                else _candidate_rows(view, candidates, projection_dim, seed))
         keep = None if previous is None else np.searchsorted(candidates, previous[np.isin(previous, candidates)])
         return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
     if tracker is None:

@@ -61,6 +61,7 @@ def test_anchor_topics_takes_the_model_defaults():
     ({"max_df": 1.5}, "max_df is a fraction of the documents"),
     ({"max_df": 0.5, "background_topic": False}, "max_df needs background_topic=True"),
     ({"death_grace": -1}, "death_grace is a number of refreshes"),
+    ({"anchor_rectification": -1}, "anchor_rectification is a number of projection steps"),
     ({"half_life_unit": "years"}, "half_life_unit must be one of"),
 ])
 def test_an_invalid_setting_raises_with_a_clear_message(settings, message):

@@ -63,7 +63,7 @@ def test_streaming_equals_batch(truth):
     q, n_docs, df = reference_q(docs)
     view = DenseCooccurrence(q, n_docs, df)
     anchors = select_anchors(view, K, streamed.min_document_frequency(), streamed.anchor_candidate_limit(),
-                             streamed.projection_dim, True, streamed.seed)
+                             streamed.projection_dim, True, streamed.seed, rectify=streamed.anchor_rectification)
     batch = recover_topics(view, anchors, background=True)
     assert [WORDS[a] for a in anchors] == snapshot.anchors
     np.testing.assert_allclose(snapshot.topic_word, batch.topic_word, atol=1e-7)

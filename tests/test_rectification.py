@@ -1,0 +1,94 @@
+"""Rectified anchor search (streamtopics.rectification): the alternating projections against a
+reference with exact eigendecompositions, the candidates' block against the plain sums, and the
+anchors it leads to on a planted truth and from the model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamtopics import StreamingTopicModel
+from streamtopics.cooccurrence import DenseCooccurrence
+from streamtopics.rectification import candidate_block, rectified_rows, rectify
+from streamtopics.refresh import select_anchors
+from streamtopics.synthetic import semi_synthetic, separable_topics
+
+
+def reference_rectify(block, rank, iterations):
+    """Alternating projections as Lee, Bindel & Mimno (2015) write them: a full eigendecomposition
+    for the rank-K PSD projection, then the sum-one and non-negative projections."""
+    c = (block + block.T) / 2
+    c = c / c.sum()
+    n = c.shape[0]
+    for _ in range(iterations):
+        values, vectors = np.linalg.eigh(c)
+        top = np.argsort(values)[::-1][:rank]
+        c = (vectors[:, top] * np.maximum(values[top], 0)) @ vectors[:, top].T
+        c = c + (1 - c.sum()) / n ** 2
+        c = np.maximum(c, 0)
+    return c
+
+
+def noisy_cooccurrence(n_words=80, rank=5, noise=3e-5, seed=0):
+    rng = np.random.default_rng(seed)
+    topics = rng.dirichlet(np.full(n_words, 0.1), rank).T
+    clean = topics @ np.diag(rng.dirichlet(np.ones(rank))) @ topics.T
+    noisy = clean + rng.normal(0, noise, clean.shape)
+    return clean, (noisy + noisy.T) / 2
+
+
+def test_rectify_equals_alternating_projections_with_exact_eigendecompositions():
+    clean, noisy = noisy_cooccurrence()
+    for iterations in (1, 5, 20):
+        ours, reference = rectify(noisy, 5, iterations), reference_rectify(noisy, 5, iterations)
+        assert np.abs(ours - reference).sum() < 1e-8 * np.abs(reference).sum()
+    assert rectify(noisy, 5, 0) is not noisy and np.allclose(rectify(noisy, 5, 0), noisy)  # 0 steps: as given
+    fixed = rectify(noisy * 7.0, 5, 20)  # any scale: the iterate sums to one
+    assert fixed.min() >= 0 and abs(fixed.sum() - 1) < 1e-3
+    assert np.abs(fixed - clean / clean.sum()).sum() < 0.5 * np.abs(noisy / noisy.sum() - clean / clean.sum()).sum()
+
+
+def test_the_candidate_block_and_its_rows_come_from_the_sums():
+    truth = separable_topics(300, 6, anchor_mass=0.05, seed=2)
+    docs, _ = semi_synthetic(truth.topic_word, 400, alpha=0.1, doc_length=60, seed=3)
+    model = StreamingTopicModel(6, vocabulary=[f"w{i}" for i in range(300)])
+    model.learn_many(docs)
+    counts = docs.toarray().astype(float)
+    lengths = counts.sum(axis=1)
+    q = sum((np.outer(d, d) - np.diag(d)) / (n * (n - 1)) for d, n in zip(counts, lengths) if n >= 2)
+    ids = np.array([3, 17, 42, 299, 0])
+    assert np.allclose(candidate_block(model.statistics(), ids, chunk=2), q[np.ix_(ids, ids)], rtol=1e-12, atol=1e-15)
+    rows = rectified_rows(DenseCooccurrence(q), ids, 3, 4)
+    expected = reference_rectify(q[np.ix_(ids, ids)], 3, 4)
+    assert np.allclose(rows, expected / expected.sum(axis=1, keepdims=True), atol=1e-9)
+
+
+def test_rectified_search_finds_one_planted_anchor_per_topic():
+    n_words, k = 1000, 20
+    truth = separable_topics(n_words, k, anchor_mass=0.05, seed=11)
+    owner = {int(a): t for t in range(k) for a in truth.anchors[t]}
+    docs, _ = semi_synthetic(truth.topic_word, 2000, alpha=0.1, doc_length=100, seed=0)
+    model = StreamingTopicModel(k, vocabulary=[f"w{i}" for i in range(n_words)])
+    model.learn_many(docs)
+    anchors = select_anchors(model.statistics(), k, model.min_document_frequency(), model.anchor_candidate_limit(),
+                             rectify=5)
+    assert sorted(owner.get(int(a), -1) for a in anchors) == list(range(k))
+
+
+def test_the_model_searches_rectified_rows_unless_told_not_to(monkeypatch):
+    import streamtopics.refresh as refresh
+
+    truth = separable_topics(400, 8, anchor_mass=0.05, seed=5)
+    docs, _ = semi_synthetic(truth.topic_word, 1500, alpha=0.1, doc_length=80, seed=1)
+    words = [f"w{i}" for i in range(400)]
+    calls = []
+    monkeypatch.setattr(refresh, "rectified_rows", lambda view, ids, rank, steps, seed: calls.append(steps)
+                        or rectified_rows(view, ids, rank, steps, seed))
+    for steps in (5, 0):
+        model = StreamingTopicModel(8, vocabulary=words, anchor_rectification=steps, refine_iterations=0)
+        model.learn_many(docs)
+        view = model.statistics()
+        expected = select_anchors(view, 8, model.min_document_frequency(), model.anchor_candidate_limit(),
+                                  model.projection_dim, model.anchor_cleanup, model.seed, rectify=steps)
+        assert model.refresh().anchors == [words[i] for i in expected]
+    assert calls == [5, 5]  # the reference's and the model's with 5 steps; none with 0
+    assert StreamingTopicModel(8).get_config()["anchor_rectification"] == 5
