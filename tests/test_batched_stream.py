@@ -168,9 +168,9 @@ def test_the_consumer_batches_a_poll_with_the_statistics_and_dead_letters_of_one
         kafka_broker, corpus, vocabulary, tmp_path):
     """One partition, warm-up inside the stream, forgetting by stream time, polls larger than
     one compiled pass, refreshes between polls: statistics bit-identical to learn_one in offset
-    order (refreshed after the same documents), and every
-    rejection a dead letter in offset order (warm-up documents rejected at the freeze where
-    the reference rejects them)."""
+    order (refreshed after the same documents), every rejection a dead letter in offset order
+    (warm-up documents rejected at the freeze where the reference rejects them), mixtures for
+    the absorbed messages only."""
     topic = unique("batched")
     create_topic(kafka_broker, topic, partitions=1)
     create_topic(kafka_broker, topic + "-dead", partitions=1)
