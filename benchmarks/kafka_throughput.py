@@ -17,7 +17,9 @@ frequency, 15,000 by default) and in the same run:
 Refreshes and periodic checkpoints are off while timing ingestion. "In the statistics" includes
 flushing the model's ingest buffer. Each path is measured --rounds times, the rounds interleaved,
 and the best figure kept: load from other processes only ever slows a path down (the 1-minute
-load average is printed with the figures). The consumer's statistics are checked against the in-process
+load average is printed with the figures). Next to wall time, documents per CPU-second of this
+process (all its threads: consumer, Kafka client, ingest kernel; end to end the producer too; the
+broker is another process) -- the steadier figure on a shared machine. The consumer's statistics are checked against the in-process
 ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
 
     .venv/bin/python -m benchmarks.kafka_throughput
@@ -151,10 +153,11 @@ class Bench:
     def in_process(self) -> None:
         self.reference = None
         model = StreamingTopicModel(20, self.vocabulary)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         model.learn_many(self.texts, self.keys)
         model.statistics()
         self.keep("in_process_docs_per_s", len(self.texts) / (time.perf_counter() - t0))
+        self.keep("in_process_docs_per_cpu_s", len(self.texts) / (time.process_time() - c0))
         self.reference = model
 
     def consumer_only(self) -> None:
@@ -164,11 +167,12 @@ class Bench:
         t0 = time.perf_counter()
         consumer = RunningConsumer(self.config(topic, "consumer-only"))
         consumer.wait_assigned(self.partitions)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         consumer.wait_absorbed(n)
         t2 = time.perf_counter()
         self.keep("consumer_only_docs_per_s", n / (t2 - t0))
         self.keep("consumer_only_after_join_docs_per_s", n / (t2 - t1))
+        self.keep("consumer_only_after_join_docs_per_cpu_s", n / (time.process_time() - c1))
         self.keep("consumer_start_s", t1 - t0, smaller_is_better=True)
         stats, ref = consumer.service.model.statistics(), self.reference.statistics()
         assert stats.n_docs == ref.n_docs and np.allclose(stats.packed, ref.packed, rtol=1e-12, atol=0)
@@ -188,10 +192,11 @@ class Bench:
         topic = create_topic(self.servers, self.partitions)
         consumer = RunningConsumer(self.config(topic, "end-to-end"))
         consumer.wait_assigned(self.partitions)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         produce(self.servers, topic, self.messages)
         consumer.wait_absorbed(n)
         self.keep("end_to_end_docs_per_s", n / (time.perf_counter() - t0))
+        self.keep("end_to_end_docs_per_cpu_s", n / (time.process_time() - c0))
         consumer.stop()
 
 
@@ -234,12 +239,13 @@ def main(argv=None) -> dict:
     print(f"{results['documents']} documents, V = {results['vocabulary']}, {args.partitions} partitions, "
           f"{results['cpus']} CPUs (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after); "
           f"best of {args.rounds}")
-    print("| path | documents/s |\n|---|---|")
+    print("| path | documents/s | documents per CPU-second |\n|---|---|---|")
     for label, key in [("in-process learn_many", "in_process_docs_per_s"), ("produce (acks=all)", "produce_docs_per_s"),
                        ("consumer-only (pre-filled topic, group join included)", "consumer_only_docs_per_s"),
                        ("consumer-only, after the group join", "consumer_only_after_join_docs_per_s"),
                        ("end-to-end (first send -> last absorbed)", "end_to_end_docs_per_s")]:
-        print(f"| {label} | {results[key]:,.0f} |")
+        cpu = results.get(key.replace("_per_s", "_per_cpu_s"))
+        print(f"| {label} | {results[key]:,.0f} | {'–' if cpu is None else f'{cpu:,.0f}'} |")
     print(f"\nconsumer start (restore, group join, partitions placed): {results['consumer_start_s']:.2f} s")
     print(f"checkpoint at V = {results['vocabulary']}: {results['checkpoint_bytes'] / 1e6:,.0f} MB, "
           f"save {results['checkpoint_save_s']:.2f} s, restore {results['checkpoint_restore_s']:.2f} s")

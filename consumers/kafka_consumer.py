@@ -7,8 +7,9 @@
     service.install_signal_handlers()   # SIGTERM/SIGINT: finish the batch, checkpoint, commit, close
     service.run()
 
-Per poll: decode each message (:mod:`consumers.messages`), feed the document to the stream
-driver (:class:`consumers.stream.StreamDriver`, shared with the archive replay) with its key, route every rejection (envelope or model) to
+Per poll: decode each message (:mod:`consumers.messages`), queue the document in the stream
+driver (:class:`consumers.stream.StreamDriver`, shared with the archive replay) with its key and
+time, learn the poll's documents together (``learn_many``), route every rejection (envelope or model) to
 the dead-letter topic, publish document-topic mixtures for the absorbed documents, then refresh
 and checkpoint when their schedules (:class:`consumers.schedule.Every`) say so. Snapshots go to
 the snapshot topic (key = model name, top words only; :mod:`consumers.outputs`) and, through
@@ -89,10 +90,11 @@ class Standalone:
 
 @dataclass
 class _InFlight:
-    """The message whose document the model is absorbing right now."""
+    """A message of the current poll whose document is queued in the stream driver."""
 
     record: typing.Any
     document: typing.Any
+    key: typing.Any
     rejected: bool = False
 
 
@@ -130,7 +132,8 @@ class TopicModelConsumer:
         self._stop = threading.Event()
         self._consumer: KafkaConsumer | None = None
         self._unplaced: set[TopicPartition] = set()  # assigned, paused, not yet sought
-        self._in_flight: _InFlight | None = None
+        self._in_flight: list[_InFlight] = []  # this poll's queued messages, in order
+        self._rejected_up_to = 0  # model rejections come in queue order: none before this index
         self._closing = False
         self.restored = self.store.restore(on_reject=self._on_model_reject)
         if self.restored.model is None:
@@ -270,7 +273,10 @@ class TopicModelConsumer:
                 self.stop()
 
     def _absorb(self, batch: dict) -> None:
-        absorbed = []  # (record, key, document) of documents the model took
+        """Queue the poll's decoded documents in the driver and learn them together (one
+        ``learn_many``: the statistics of one at a time); an envelope rejection first has the
+        documents before it learned, so dead letters keep the messages' order."""
+        self._in_flight, self._rejected_up_to = [], 0
         for tp, records in batch.items():
             position = (tp.topic, tp.partition)
             for record in records:
@@ -279,21 +285,21 @@ class TopicModelConsumer:
                 self._messages += 1
                 decoded = self.decoder.decode(record.value, record.key)
                 if isinstance(decoded, Rejection):
+                    self.driver.absorb()
                     self._reject_message(decoded, record)
                 else:
-                    self._in_flight = _InFlight(record, decoded.document)
-                    self.driver.learn(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
-                    if not self._in_flight.rejected:
-                        absorbed.append((record, decoded.key, decoded.document))
-                    self._in_flight = None
+                    self._in_flight.append(_InFlight(record, decoded.document, decoded.key))
+                    self.driver.queue(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
                 self.positions[position] = record.offset + 1
             self._extend_range(position)
+        self.driver.absorb()
+        absorbed, self._in_flight = [m for m in self._in_flight if not m.rejected], []
         self.role.after_batch(self.model)
         if absorbed and self.config.doc_topics_topic and self.model.snapshot is not None:
             snapshot = self.model.snapshot
-            mixtures = self.model.infer([document for _, _, document in absorbed])
-            for (record, key, _), mixture in zip(absorbed, mixtures):
-                self.outputs.doc_topics(record, key, snapshot.version, snapshot.topic_ids, mixture)
+            mixtures = self.model.infer([m.document for m in absorbed])
+            for message, mixture in zip(absorbed, mixtures):
+                self.outputs.doc_topics(message.record, message.key, snapshot.version, snapshot.topic_ids, mixture)
         self._update_totals()
 
     def _reject_message(self, rejection: Rejection, record) -> None:
@@ -302,13 +308,18 @@ class TopicModelConsumer:
         self._dead_letter(rejection, record=record)
 
     def _on_model_reject(self, rejection: Rejection, document, key) -> None:
-        """The model's ``on_reject``: the message being absorbed, or a warm-up document
-        rejected when the vocabulary was frozen."""
-        if self._in_flight is not None and document is self._in_flight.document:
-            self._in_flight.rejected = True
-            self._dead_letter(rejection, record=self._in_flight.record)
-        else:
-            self._dead_letter(rejection, key=key, document=document)
+        """The model's ``on_reject``: a queued message, or a warm-up document rejected when the
+        vocabulary was frozen (its word counts: no message's document). The model learns the
+        queue in order, so the message is the first queued one from ``_rejected_up_to`` on whose
+        document *is* this object (the same object twice in a poll -- CPython's shared empty and
+        one-character strings -- has at most one token, so both are rejected, in order)."""
+        for i in range(self._rejected_up_to, len(self._in_flight)):
+            message = self._in_flight[i]
+            if message.document is document:
+                message.rejected, self._rejected_up_to = True, i + 1
+                self._dead_letter(rejection, record=message.record)
+                return
+        self._dead_letter(rejection, key=key, document=document)
 
     def _dead_letter(self, rejection: Rejection, **origin) -> None:
         self._counters["dead_letters"] += 1

@@ -10,6 +10,12 @@ snapshot written to the run directory, a
 one covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
 archive and options give byte-identical snapshot files.
 
+Documents are queued in the driver and learned together (:meth:`StreamDriver.queue
+<consumers.stream.StreamDriver.queue>`: compiled raw-text batches) up to the next event -- a
+snapshot, a checkpoint, a progress call, a malformed record, a wait of the pacing, the end -- which
+finds them all learned: the same statistics, rejections, snapshots and checkpoints as one
+document at a time.
+
 A checkpoint is written at the end, on :meth:`Replay.stop`, after ``stop_after`` documents and
 every ``checkpoint_every`` documents, in the driver's commit order, to ``checkpoints/`` in the
 run directory: a :class:`~consumers.checkpoint.CheckpointStore`, the Kafka consumer's format
@@ -202,8 +208,9 @@ class Replay:
         started = self._clock()
         paced_from: tuple[float, float] | None = None
         position = self.source.position
-        for item in self.source:
+        for item in self.source:  # documents are queued; the driver learns them before any event
             if isinstance(item, Malformed):
+                self.driver.absorb()  # reported after the documents before it, as they were learned
                 self.malformed[item.reason] += 1
                 if self.on_malformed is not None:
                     self.on_malformed(item)
@@ -219,7 +226,7 @@ class Replay:
                 if paced_from is None:
                     paced_from = (timestamp, self._clock())
                 self._wait_until(paced_from[1] + (timestamp - paced_from[0]) / self.speed)
-            self.driver.learn(item.document, item.key, timestamp)
+            self.driver.queue(item.document, item.key, timestamp)
             position = self.source.position
             self.documents += 1
             self.since_snapshot += 1
@@ -229,10 +236,12 @@ class Replay:
             if self.checkpoint_every and self.documents % self.checkpoint_every == 0:
                 self._checkpoint(position, summary)
             if on_progress is not None and self.documents % 256 == 0:
+                self.driver.absorb()
                 on_progress(self)
             if self._stop or (stop_after is not None and summary.documents_this_run >= stop_after):
                 summary.stopped = True
                 break
+        self.driver.absorb()
         if not summary.stopped and self.since_snapshot and self.documents > self.model.documents_rejected:
             self._snapshot(position, summary)
         self._checkpoint(position, summary)
@@ -246,15 +255,20 @@ class Replay:
         return summary
 
     def stop(self) -> None:
-        """Ask :meth:`run` to stop after the current document (safe from a signal handler)."""
+        """Ask :meth:`run` to stop after the current document (safe from a signal handler); the
+        documents read so far are learned and checkpointed."""
         self._stop = True
 
     def _wait_until(self, deadline: float) -> None:
+        """Sleep until ``deadline``, having learned the documents read so far (pacing: none is
+        learned before its time)."""
         while not self._stop and (delay := deadline - self._clock()) > 0:
+            self.driver.absorb()
             self._sleep(min(delay, 0.25))
 
     # ------------------------------------------------------------------ snapshots
     def _snapshot(self, position, summary: ReplaySummary, scheduled: bool = False) -> None:
+        self.driver.absorb()  # the queued documents may end the warm-up
         if scheduled and self.model.vocabulary is None:
             return  # still warming up: refreshing now would freeze the vocabulary early
         snapshot, path, seconds = self.driver.refresh({"documents": self.documents, "archive": position})

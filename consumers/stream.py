@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics.ingest import TEXT_BATCH
 
 from .snapshot_directory import SnapshotDirectory
 
@@ -54,9 +55,15 @@ class Checkpoints(Protocol):
 
 
 class StreamDriver:
-    """``model`` fed one document at a time, refreshed into ``snapshots`` and checkpointed to
+    """``model`` fed documents in stream order, refreshed into ``snapshots`` and checkpointed to
     ``checkpoints`` (see the module docstring; may be set later, before the first checkpoint).
-    ``stream_time`` is the latest document time learned (None until one had a time)."""
+    ``stream_time`` is the latest document time learned or queued (None until one had a time).
+
+    Documents are either learned at once (:meth:`learn`) or queued (:meth:`queue`) and learned
+    together by :meth:`absorb`, through :meth:`StreamingTopicModel.learn_many`: raw text then
+    takes its compiled batch path, with the statistics and rejections of one document at a time.
+    :meth:`refresh` and :meth:`checkpoint` absorb the queue first, so neither can miss a queued
+    document; whoever reads the model otherwise between documents calls :meth:`absorb` first."""
 
     def __init__(self, model: StreamingTopicModel, checkpoints: Checkpoints | None, snapshots: SnapshotDirectory | None = None,
                  clock: Callable[[], float] = time.perf_counter):
@@ -65,6 +72,9 @@ class StreamDriver:
         self.snapshots = snapshots
         self.clock = clock
         self.stream_time: float | None = None
+        self._documents: list = []  # the queue, as learn_many's three columns
+        self._keys: list = []
+        self._times: list = []
 
     # ------------------------------------------------------------------ learn
     def advance(self, timestamp: float | None) -> None:
@@ -73,15 +83,35 @@ class StreamDriver:
             self.stream_time = timestamp if self.stream_time is None else max(self.stream_time, timestamp)
 
     def learn(self, document, key=None, timestamp: float | None = None) -> None:
-        """Feed one decoded document (the model may reject it: its ``on_reject`` says so)."""
+        """Feed one decoded document now (the model may reject it: its ``on_reject`` says so)."""
+        self.absorb()
         self.advance(timestamp)
         self.model.learn_one(document, key, stream_time=timestamp)
+
+    def queue(self, document, key=None, timestamp: float | None = None) -> None:
+        """Queue one decoded document behind those queued before it; a full queue
+        (``TEXT_BATCH`` documents, one compiled pass) is absorbed at once."""
+        self.advance(timestamp)
+        self._documents.append(document)
+        self._keys.append(key)
+        self._times.append(timestamp)
+        if len(self._documents) >= TEXT_BATCH:
+            self.absorb()
+
+    def absorb(self) -> None:
+        """Learn the queued documents, in order, each with its key and time (the model may reject
+        some: its ``on_reject`` says so, in queue order)."""
+        if self._documents:
+            documents, keys, times = self._documents, self._keys, self._times
+            self._documents, self._keys, self._times = [], [], []
+            self.model.learn_many(documents, keys, times)
 
     # ------------------------------------------------------------------ refresh
     def refresh(self, position) -> tuple[TopicSnapshot, Path | None, float]:
         """Refresh the topics now, recording ``position`` and the stream time in the snapshot,
         and write it to the snapshot directory. Returns the snapshot, its file (None without a
         directory) and the seconds it took."""
+        self.absorb()
         t0 = self.clock()
         snapshot = self.model.refresh(position=position, stream_time=self.stream_time)
         path = None if self.snapshots is None else self.snapshots.save(snapshot)
@@ -92,6 +122,7 @@ class StreamDriver:
                    commit: Callable[[object], None] | None = None):
         """Checkpoint the model at ``position``: the commit order of the module docstring.
         ``flush`` is step 1, ``commit(saved)`` step 5; returns what the store saved."""
+        self.absorb()
         if flush is not None:
             flush()                                                       # 1
         saved = self.checkpoints.save(self.model, position, counters)     # 2, 3, 4
