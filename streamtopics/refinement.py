@@ -55,6 +55,9 @@ HELD_UPDATES = 10  # updates of the held-out mixtures per iterate, from the last
 SEED_HELD_UPDATES = 100  # updates fitting the held-out mixtures to the seed from uniform: near convergence,
 # so that the seed and the iterates (warm-started from it) are scored alike (refine_topics)
 ALPHA_UPDATES = 10  # updates adapting the best iterate's held-out mixtures to the published topics
+SINGLE = True  # the refinement's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times
+# as fast as float64; mixtures within ~2e-7, topics and held-out scores within ~1e-6 relative (BENCHMARKS.md,
+# "What the defaults cost"); the M-step and the scores sum in float64
 
 
 class Reservoir:
@@ -143,18 +146,53 @@ def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topi
     """Held-out log-likelihood per token: gamma fitted on ``observed`` (``SEED_HELD_UPDATES``
     updates from uniform, as the refinement scores its seed; optionally blended with the
     Dirichlet ``alpha``), each held-out token scored by ``log (A gamma)_j``."""
-    gamma = infer_mixtures(observed, topic_word, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
+    gamma = infer_mixtures(observed, topic_word, None, max_iter=SEED_HELD_UPDATES, tol=1e-5, single=SINGLE)
     return _completion_score(observed, held, topic_word, gamma, alpha)
 
 
 def _completion_score(observed, held, topic_word, gamma, alpha=None) -> float:
     """:func:`completion_log_likelihood` given the mixtures fitted on ``observed``."""
-    if alpha is not None:
-        n_obs = np.add.reduceat(observed.counts, observed.indptr[:-1])[:, None] if observed.counts.size else 0
-        gamma = (n_obs * gamma + alpha[None, :]) / (n_obs + alpha.sum())
-    total, tokens = _log_likelihood(held.indptr, held.indices, held.counts,
-                                    np.ascontiguousarray(topic_word, dtype=np.float64), gamma)
-    return total / max(tokens, 1.0)
+    if alpha is None:
+        return float(_completion_scores(observed, held, topic_word, gamma)[0])
+    alpha = np.asarray(alpha, dtype=np.float64)
+    return float(_completion_scores(observed, held, topic_word, gamma, alpha, np.ones(1))[0])
+
+
+def _completion_scores(observed, held, topic_word, gamma, shape=None, scales=None) -> np.ndarray:
+    """The completion score with ``alpha = c * shape`` for every c of ``scales`` (one score
+    without ``shape``), in one pass over the held-out tokens: the blended mixture's probability
+    of word j is ``(n_obs (A gamma)_j + c (A shape)_j) / (n_obs + c sum(shape))``, so each token
+    needs one dot product over the topics whatever the number of scales."""
+    topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
+    if shape is None:
+        shape, scales = np.zeros(topic_word.shape[1]), np.zeros(1)
+    n_obs = (np.add.reduceat(observed.counts, observed.indptr[:-1]) if observed.counts.size
+             else np.zeros(len(observed)))
+    totals, tokens = _completion_sums(held.indptr, held.indices, held.counts, topic_word,
+                                      np.ascontiguousarray(gamma, dtype=np.float64), n_obs, topic_word @ shape,
+                                      float(shape.sum()), np.asarray(scales, dtype=np.float64))
+    return totals.sum(axis=0) / max(tokens.sum(), 1.0)
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
+def _completion_sums(indptr, indices, counts, topic_word, gamma, n_obs, shape_mass, shape_total, scales):
+    """Per held-out document (in parallel; each row is one thread's), ``sum_j H_dj log max(p_j,
+    LOG_FLOOR)`` for each scale, and its tokens: see :func:`_completion_scores`."""
+    n_docs = indptr.size - 1
+    totals = np.zeros((n_docs, scales.size))
+    tokens = np.zeros(n_docs)
+    for d in prange(n_docs):
+        for p in range(indptr[d], indptr[d + 1]):
+            j = indices[p]
+            mix = 0.0
+            for a in range(topic_word.shape[1]):
+                mix += topic_word[j, a] * gamma[d, a]
+            for s in range(scales.size):
+                c = scales[s]
+                value = (n_obs[d] * mix + c * shape_mass[j]) / (n_obs[d] + c * shape_total)
+                totals[d, s] += counts[p] * np.log(max(value, LOG_FLOOR))
+            tokens[d] += counts[p]
+    return totals, tokens
 
 
 @njit(cache=True, nogil=True)
@@ -220,7 +258,7 @@ def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarr
     a symmetric Dirichlet(1 + smoothing) prior on the topics): EM on a sample otherwise drives the
     topic's probability of every word the sample did not give it to exactly 0. ``by_word`` is
     ``WordMajor.of(batch, V)``, built once for all the iterations over one batch."""
-    mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures)
+    mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures, single=SINGLE)
     by_word = WordMajor.of(batch, topic_word.shape[0]) if by_word is None else by_word
     out = np.zeros_like(topic_word)
     _m_step(by_word.ptr, by_word.docs, by_word.counts, topic_word, mixtures, out)
@@ -263,12 +301,13 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     fit = reservoir.select(np.setdiff1d(np.arange(n), held_rows))
     observed, held = split_for_completion(reservoir.select(held_rows))
     current, mixtures, by_word = seed, None, WordMajor.of(fit, seed.shape[0])
-    held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
+    held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5, single=SINGLE)
     best = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
     for it in range(1, iterations + 1):
         current, mixtures = kl_tem_step(fit, current, mixtures, prior, smoothing=smoothing, by_word=by_word)
         # the held-out mixtures follow the iterates as the fitted ones do (warm, a few updates)
-        held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures)
+        held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures,
+                                       single=SINGLE)
         best.heldout.append(_completion_score(observed, held, current, held_mixtures))
         if best.heldout[-1] > best.heldout[best.best_iteration]:
             best.topic_word, best.best_iteration = current, it
@@ -291,8 +330,10 @@ def choose_alpha_scale(topic_word: np.ndarray, prevalence: np.ndarray, held_out:
     start = held_out.mixtures[:, :k]
     total = start.sum(axis=1, keepdims=True)
     start = np.where(total > 0, start / np.where(total > 0, total, 1.0), 1.0 / k)
-    gamma = infer_mixtures(held_out.observed, topic_word, None, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
+    gamma = infer_mixtures(held_out.observed, topic_word, None, max_iter=ALPHA_UPDATES, tol=1e-5, start=start,
+                           single=SINGLE)
     prevalence = np.asarray(prevalence, dtype=np.float64) / np.sum(prevalence)
-    scores = {float(c): _completion_score(held_out.observed, held_out.held, topic_word, gamma, c * prevalence)
-              for c in scales}
+    values = _completion_scores(held_out.observed, held_out.held, topic_word, gamma, prevalence,
+                                np.asarray(scales, dtype=np.float64))
+    scores = {float(c): float(v) for c, v in zip(scales, values)}
     return max(scores, key=scores.get), scores

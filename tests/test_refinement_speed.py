@@ -6,7 +6,7 @@ import pytest
 
 from streamtopics.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
-from streamtopics.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, kl_tem_step, refine_topics
+from streamtopics.refinement import ALPHA_UPDATES, SINGLE, _log_likelihood, choose_alpha_scale, kl_tem_step, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 
@@ -74,7 +74,8 @@ def test_alpha_search_scores_each_scale_on_the_refinements_held_out_documents():
         shape = np.arange(k, 0, -1) / np.arange(k, 0, -1).sum()
         scale, scores = choose_alpha_scale(topics, shape, held_out, scales=(0.1, 1.0, 10.0))
         start = held_out.mixtures[:, :k] / held_out.mixtures[:, :k].sum(axis=1, keepdims=True)
-        gamma = infer_mixtures(held_out.observed, topics, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
+        gamma = infer_mixtures(held_out.observed, topics, max_iter=ALPHA_UPDATES, tol=1e-5, start=start,
+                               single=SINGLE)
         for c, score in scores.items():
             assert score == pytest.approx(_reference_completion(held_out.observed, held_out.held, topics, gamma,
                                                                 c * shape), rel=1e-12)
@@ -85,7 +86,8 @@ def test_the_m_step_is_the_em_update_of_the_multinomial_mixture():
     _, docs, topics = _corpus()
     start = infer_mixtures(docs, topics, None, max_iter=3, tol=0.0)
     new_topics, mixtures = kl_tem_step(docs, topics, start, updates=2)
-    np.testing.assert_array_equal(mixtures, infer_mixtures(docs, topics, max_iter=2, tol=1e-5, start=start))
+    np.testing.assert_array_equal(mixtures, infer_mixtures(docs, topics, max_iter=2, tol=1e-5, start=start,
+                                                           single=SINGLE))
     counts = np.zeros((len(docs), topics.shape[0]))  # dense reference: A_jk sum_d H_dj gamma_dk / (A gamma_d)_j
     for d in range(len(docs)):
         counts[d, docs.indices[docs.indptr[d]:docs.indptr[d + 1]]] = docs.counts[docs.indptr[d]:docs.indptr[d + 1]]
