@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from .cooccurrence import group_entries_by_word
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
 
@@ -131,14 +130,57 @@ class Reservoir:
 def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
     """Each document's distinct words alternately into an observed and a held-out half
     (documents with fewer than 2 distinct words are dropped)."""
-    observed, held = [], []
-    for a, b in zip(batch.indptr[:-1], batch.indptr[1:]):
-        ids, counts = batch.indices[a:b], batch.counts[a:b]
-        if ids.size < 2:
+    parts = _split_entries(batch.indptr, batch.indices, batch.counts)
+    n = parts[0].size - 1
+    return (DocumentBatch(*parts[:3], np.zeros(n, np.uint64)), DocumentBatch(*parts[3:], np.zeros(n, np.uint64)))
+
+
+@njit(cache=True, nogil=True)
+def _split_entries(indptr, indices, counts):
+    """:func:`split_for_completion`'s arrays: entries 0, 2, 4, ... of each document of at least
+    two entries observed, entries 1, 3, ... held out."""
+    n_kept, size = 0, 0
+    for d in range(indptr.size - 1):
+        if indptr[d + 1] - indptr[d] >= 2:
+            n_kept += 1
+            size += indptr[d + 1] - indptr[d]
+    n_held = size // 2 + n_kept  # at most: a document's held half is the smaller
+    observed_ptr, held_ptr = np.zeros(n_kept + 1, np.int64), np.zeros(n_kept + 1, np.int64)
+    observed_ids, held_ids = np.empty(size, np.int32), np.empty(n_held, np.int32)
+    observed_counts, held_counts = np.empty(size), np.empty(n_held)
+    o, h, k = 0, 0, 0
+    for d in range(indptr.size - 1):
+        if indptr[d + 1] - indptr[d] < 2:
             continue
-        observed.append((ids[0::2], counts[0::2]))
-        held.append((ids[1::2], counts[1::2]))
-    return DocumentBatch.from_pairs(observed), DocumentBatch.from_pairs(held)
+        for p in range(indptr[d], indptr[d + 1]):
+            if (p - indptr[d]) % 2 == 0:
+                observed_ids[o], observed_counts[o] = indices[p], counts[p]
+                o += 1
+            else:
+                held_ids[h], held_counts[h] = indices[p], counts[p]
+                h += 1
+        k += 1
+        observed_ptr[k], held_ptr[k] = o, h
+    return (observed_ptr, observed_ids[:o].copy(), observed_counts[:o].copy(),
+            held_ptr, held_ids[:h].copy(), held_counts[:h].copy())
+
+
+def _split_reservoir(reservoir: DocumentBatch, holdout_every: int) -> tuple[DocumentBatch, DocumentBatch]:
+    """The documents fitted (those not held out) and the held-out ones (every
+    ``holdout_every``-th, from the first), as ``select`` gives them, by slicing whole runs."""
+    n = len(reservoir)
+    held = np.zeros(n, bool)
+    held[::holdout_every] = True
+    return _rows_where(reservoir, ~held), _rows_where(reservoir, held)
+
+
+def _rows_where(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:
+    """``batch.select(np.flatnonzero(rows))`` without a Python loop over documents."""
+    sizes = np.diff(batch.indptr)
+    entries = np.repeat(rows, sizes)
+    indptr = np.zeros(int(rows.sum()) + 1, np.int64)
+    np.cumsum(sizes[rows], out=indptr[1:])
+    return DocumentBatch(indptr, batch.indices[entries], batch.counts[entries], batch.keys[rows])
 
 
 def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,
@@ -223,11 +265,28 @@ class WordMajor:
 
     @classmethod
     def of(cls, batch: DocumentBatch, n_words: int) -> "WordMajor":
-        order, _ = group_entries_by_word(batch.indices, n_words)  # stable: documents in order
-        ptr = np.zeros(n_words + 1, np.int64)
-        np.cumsum(np.bincount(batch.indices, minlength=n_words), out=ptr[1:])
-        doc_of_entry = np.repeat(np.arange(len(batch), dtype=np.int64), np.diff(batch.indptr))
-        return cls(ptr, doc_of_entry[order], batch.counts[order])
+        return cls(*_word_major(batch.indptr, batch.indices, batch.counts, n_words))
+
+
+@njit(cache=True, nogil=True)
+def _word_major(indptr, indices, counts, n_words):
+    """A counting sort of the entries by word, stable (each word's documents in order), in one
+    pass: :class:`WordMajor`'s arrays."""
+    ptr = np.zeros(n_words + 1, np.int64)
+    for w in indices:
+        ptr[w + 1] += 1
+    for w in range(n_words):
+        ptr[w + 1] += ptr[w]
+    fill = ptr[:-1].copy()
+    docs = np.empty(indices.size, np.int64)
+    out = np.empty(indices.size)
+    for d in range(indptr.size - 1):
+        for p in range(indptr[d], indptr[d + 1]):
+            q = fill[indices[p]]
+            docs[q] = d
+            out[q] = counts[p]
+            fill[indices[p]] += 1
+    return ptr, docs, out
 
 
 @njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
@@ -296,10 +355,8 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     best, as the held-out likelihood of EM on a small reservoir rises, peaks and then falls (overfitting).
     """
     seed = np.ascontiguousarray(topic_word, dtype=np.float64)
-    n = len(reservoir)
-    held_rows = np.arange(0, n, holdout_every)
-    fit = reservoir.select(np.setdiff1d(np.arange(n), held_rows))
-    observed, held = split_for_completion(reservoir.select(held_rows))
+    fit, held_documents = _split_reservoir(reservoir, holdout_every)
+    observed, held = split_for_completion(held_documents)
     current, mixtures, by_word = seed, None, WordMajor.of(fit, seed.shape[0])
     held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5, single=SINGLE)
     best = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
