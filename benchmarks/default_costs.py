@@ -81,7 +81,7 @@ def main() -> None:
               f"{warm['iterations_mean']:.1f} / {warm['iterations_max']} | {warm['refine_s']:.2f} |")
         del model
     print(f"\nwarm refresh phases, s (median of {max(args.repeats, 1)}):\n\n| settings | "
-          + " | ".join(p.removesuffix("_s") for p in PHASES) + " |\n|---" * (len(PHASES) + 1) + "|")
+          + " | ".join(p.removesuffix("_s") for p in PHASES) + " |\n" + "|---" * (len(PHASES) + 1) + "|")
     for name, warm in phases.items():
         print(f"| {name} | " + " | ".join(f"{warm[p]:.2f}" for p in PHASES) + " |")
 
