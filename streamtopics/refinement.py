@@ -6,7 +6,7 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 * E-step: each document's mixture gamma_d moves towards the minimiser of KL(f_d || A gamma_d)
   (:func:`~streamtopics.inference.infer_mixtures`), by a few multiplicative updates from the
   previous iteration's gamma_d (converging it from uniform every iteration cost several times
-  more and, on 20newsgroups, held out slightly worse);
+  more and, on 20newsgroups, held out slightly worse), in float32 (:data:`SINGLE`);
 * M-step: ``A_jk <- A_jk * sum_d H_dj gamma_dk / (A gamma_d)_j``, then every column is
   renormalised. With token counts H_d as weights this is the EM step of the multinomial
   mixture likelihood ``sum_d sum_j H_dj log (A gamma_d)_j``, so the reservoir's own likelihood
@@ -54,10 +54,11 @@ HELD_UPDATES = 10  # updates of the held-out mixtures per iterate, from the last
 SEED_HELD_UPDATES = 100  # updates fitting the held-out mixtures to the seed from uniform: near convergence,
 # so that the seed and the iterates (warm-started from it) are scored alike (refine_topics)
 ALPHA_UPDATES = 10  # updates adapting the best iterate's held-out mixtures to the published topics
-SINGLE = True  # the refinement's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times
-# as fast as float64; at V = 15,000, K = 100 the mixtures moved by < 2e-7, the refined topics by < 1.1e-7
-# (relative) and the held-out scores by 5e-8 (BENCHMARKS.md, "What the defaults cost"); the M-step and the
-# scores stay float64
+SINGLE = True  # the E-step's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times as
+# fast as float64. Only the E-step: the held-out mixtures, warm-started through every iterate, stay float64 (in
+# float32 their scores drifted by up to 4e-3 per token over 30 iterates on 20 Newsgroups, and the iterate kept on
+# the quality guard's stream moved from 30 to 22); with the E-step alone in float32 the guard's figures and kept
+# iterates were those of float64 (BENCHMARKS.md, "What the defaults cost"). The M-step sums in float64.
 
 
 class Reservoir:
@@ -189,7 +190,7 @@ def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topi
     """Held-out log-likelihood per token: gamma fitted on ``observed`` (``SEED_HELD_UPDATES``
     updates from uniform, as the refinement scores its seed; optionally blended with the
     Dirichlet ``alpha``), each held-out token scored by ``log (A gamma)_j``."""
-    gamma = infer_mixtures(observed, topic_word, None, max_iter=SEED_HELD_UPDATES, tol=1e-5, single=SINGLE)
+    gamma = infer_mixtures(observed, topic_word, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
     return _completion_score(observed, held, topic_word, gamma, alpha)
 
 
@@ -359,13 +360,12 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     fit, held_documents = _split_reservoir(reservoir, holdout_every)
     observed, held = split_for_completion(held_documents)
     current, mixtures, by_word = seed, None, WordMajor.of(fit, seed.shape[0])
-    held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5, single=SINGLE)
+    held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
     best = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
     for it in range(1, iterations + 1):
         current, mixtures = kl_tem_step(fit, current, mixtures, prior, smoothing=smoothing, by_word=by_word)
         # the held-out mixtures follow the iterates as the fitted ones do (warm, a few updates)
-        held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures,
-                                       single=SINGLE)
+        held_mixtures = infer_mixtures(observed, current, None, max_iter=HELD_UPDATES, tol=1e-5, start=held_mixtures)
         best.heldout.append(_completion_score(observed, held, current, held_mixtures))
         if best.heldout[-1] > best.heldout[best.best_iteration]:
             best.topic_word, best.best_iteration = current, it
@@ -388,8 +388,7 @@ def choose_alpha_scale(topic_word: np.ndarray, prevalence: np.ndarray, held_out:
     start = held_out.mixtures[:, :k]
     total = start.sum(axis=1, keepdims=True)
     start = np.where(total > 0, start / np.where(total > 0, total, 1.0), 1.0 / k)
-    gamma = infer_mixtures(held_out.observed, topic_word, None, max_iter=ALPHA_UPDATES, tol=1e-5, start=start,
-                           single=SINGLE)
+    gamma = infer_mixtures(held_out.observed, topic_word, None, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
     prevalence = np.asarray(prevalence, dtype=np.float64) / np.sum(prevalence)
     values = _completion_scores(held_out.observed, held_out.held, topic_word, gamma, prevalence,
                                 np.asarray(scales, dtype=np.float64))

@@ -27,6 +27,16 @@ def test_a_warm_start_resumes_the_updates_where_they_stopped():
     np.testing.assert_array_equal(infer_mixtures(docs, topics, max_iter=20, tol=0.0, start=halfway), cold)
 
 
+def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_rounding():
+    # the refinement's E-step runs the updates in float32 (refinement.SINGLE)
+    _, docs, topics = _corpus()
+    double = infer_mixtures(docs, topics, None, max_iter=20, tol=0.0)
+    single = infer_mixtures(docs, topics, None, max_iter=20, tol=0.0, single=True)
+    assert single.dtype == np.float64
+    np.testing.assert_allclose(single, double, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(single.sum(axis=1), 1.0, rtol=1e-6)
+
+
 def test_partial_warm_started_e_steps_keep_kl_tem_monotone():
     # the reservoir's likelihood sum_d sum_j H_dj log (A gamma_d)_j never falls, E-step nor M-step
     _, docs, topics = _corpus()
@@ -74,8 +84,7 @@ def test_alpha_search_scores_each_scale_on_the_refinements_held_out_documents():
         shape = np.arange(k, 0, -1) / np.arange(k, 0, -1).sum()
         scale, scores = choose_alpha_scale(topics, shape, held_out, scales=(0.1, 1.0, 10.0))
         start = held_out.mixtures[:, :k] / held_out.mixtures[:, :k].sum(axis=1, keepdims=True)
-        gamma = infer_mixtures(held_out.observed, topics, max_iter=ALPHA_UPDATES, tol=1e-5, start=start,
-                               single=SINGLE)
+        gamma = infer_mixtures(held_out.observed, topics, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
         for c, score in scores.items():
             assert score == pytest.approx(_reference_completion(held_out.observed, held_out.held, topics, gamma,
                                                                 c * shape), rel=1e-12)
