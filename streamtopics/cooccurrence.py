@@ -333,7 +333,7 @@ class CooccurrenceStats:
         ``single``: the blocks and ``right`` are rounded to float32 and multiplied in float32
         (the sums stay float64, the blocks' products are added in float64): 1.4-1.6 times as
         fast at V = 15,000, k = 101, within 5e-7 of the float64 product relative to its largest
-        entry (BENCHMARKS.md, "Refresh latency")."""
+        entry (BENCHMARKS.md, "What the defaults cost")."""
         dtype = np.float32 if single else np.float64
         right = np.ascontiguousarray(right, dtype=dtype)
         out = np.zeros((self.n_words, right.shape[1]))

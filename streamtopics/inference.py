@@ -27,7 +27,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
     """Multiplicative updates of one document's mixture ``gamma`` (in place) from where it
     stands; returns the number of updates run.
 
-    The arithmetic is in ``topic_word``'s precision (float64, or float32 for the refinement). The
+    The arithmetic is in ``topic_word``'s precision (float64, or float32 for the refinement's E-step). The
     document's rows of the topic matrix are copied topic-major (K x n): an update is then one
     pass accumulating ``(A gamma)_j`` for all n words at once (vectors over words, no reduction
     per word), one vectorised division, and K dot products over the words; 1.3 times as fast as
@@ -116,7 +116,8 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     parallel kernel's threads (about a millisecond) costs more than the inference itself.
     ``single`` runs the updates in float32 (the mixtures returned are float64 all the same):
     about 1.6 times as fast; the mixtures differ from float64's by about 1e-7 (the refinement's
-    choice, see :mod:`~streamtopics.refinement`).
+    E-step uses it: :data:`~streamtopics.refinement.SINGLE`). Mixtures below float32's range
+    become 0 and stay there, so long warm-started chains drift from float64's.
     """
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float32 if single else np.float64)
     if start is not None:

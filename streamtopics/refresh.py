@@ -206,7 +206,8 @@ BACKGROUND_PENALTY = 1e-3
 
 #: The V x V x K product of recover_topics in float32 over the float64 sums
 #: (:meth:`~streamtopics.cooccurrence.CooccurrenceStats.matmul` ``single``): 1.4-1.6 times as fast
-#: at V = 15,000, K = 100, topics within ~1e-6 (BENCHMARKS.md, "Refresh latency").
+#: at V = 15,000, K = 100; the snapshots moved by matched L1 1.3e-5 there and 2.1e-5 on 20 Newsgroups
+#: K = 20 (BENCHMARKS.md, "What the defaults cost").
 SINGLE_PRODUCTS = True
 
 
