@@ -6,13 +6,17 @@ Ingest: ``learn_many`` on pre-indexed NYT-shaped documents (V words, 300 tokens,
 model's whole per-document path (the refinement reservoir included), median of 3 passes.
 Refresh: a separable synthetic model (K topics, Dirichlet(0.1), 300-token documents), a cold
 refresh after M documents, then a warm one after 10 % more; the warm one is what a stream pays.
+Its phases (``model.last_refresh``) follow, the median of ``--repeats`` warm refreshes, each of a
+copy of the model taken after the cold refresh (the same state, the same documents added).
 
     python -m benchmarks.default_costs --words 15000 --topics 100
+    python -m benchmarks.default_costs --words 15000 --topics 100 --skip-ingest --settings defaults --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +30,9 @@ SETTINGS = {"defaults": {},
             "before issue 14": {"refine_iterations": 0, "background_topic": False}}
 
 
+PHASES = ("anchors_s", "products_s", "solve_s", "refine_s", "align_s", "describe_s", "total_s")
+
+
 def as_csr(batch) -> sp.csr_matrix:
     return sp.csr_matrix((batch.counts, batch.indices, batch.indptr), shape=(len(batch), int(batch.indices.max()) + 1))
 
@@ -36,27 +43,23 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--docs", type=int, default=30000)
     parser.add_argument("--ingest-docs", type=int, default=20000)
+    parser.add_argument("--skip-ingest", action="store_true", help="only the refresh tables")
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument("--repeats", type=int, default=1, help="warm refreshes per setting (medians reported)")
     args = parser.parse_args()
+    settings_run = {name: SETTINGS[name] for name in args.settings}
     vocabulary = [f"w{i}" for i in range(args.words)]
     print(f"# {machine()}")
 
-    stream = as_csr(zipf_batch(args.ingest_docs, args.words, 300, 1.0, seed=3))
-    stream.resize((stream.shape[0], args.words))
-    print("\n| settings | ingest docs/s (median of 3) |\n|---|---|")
-    rates = {}
-    for name, settings in SETTINGS.items():
-        StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings).learn_many(stream[:200])  # compile
-        seconds = median_time(lambda: StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
-                              .learn_many(stream))
-        rates[name] = stream.shape[0] / seconds
-        print(f"| {name} | {rates[name]:,.0f} |")
-    print(f"ingest ratio defaults / before issue 14: {rates['defaults'] / rates['before issue 14']:.3f}")
+    if not args.skip_ingest:
+        ingest(args, vocabulary, settings_run)
 
     truth = separable_topics(args.words, args.topics, anchor_mass=0.05, seed=1)
     docs, _ = semi_synthetic(truth.topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
     print(f"\n| settings | cold refresh s ({args.docs} docs) | warm refresh s (+10 %) | warm: solve s | "
           "warm: solver iterations mean / max | warm: refinement s |\n|---|---|---|---|---|---|")
-    for name, settings in SETTINGS.items():
+    phases = {}
+    for name, settings in settings_run.items():
         model = StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
         model.learn_many(docs[: args.docs])
         model.refresh()  # compiles the kernels; the figure below is a second model's
@@ -64,12 +67,38 @@ def main() -> None:
         model.learn_many(docs[: args.docs])
         model.refresh()
         cold = model.last_refresh["total_s"]
-        model.learn_many(docs[args.docs:])
-        model.refresh()
-        warm = model.last_refresh
+        runs = []
+        for _ in range(max(args.repeats, 1)):
+            warm_model = copy.deepcopy(model)
+            warm_model.learn_many(docs[args.docs:])
+            warm_model.refresh()
+            runs.append(warm_model.last_refresh)
+            del warm_model
+        warm = {key: float(np.median([r[key] for r in runs])) for key in PHASES + ("solve_s", "iterations_mean")}
+        warm["iterations_max"] = max(r["iterations_max"] for r in runs)
+        phases[name] = warm
         print(f"| {name} | {cold:.2f} | {warm['total_s']:.2f} | {warm['solve_s']:.2f} | "
               f"{warm['iterations_mean']:.1f} / {warm['iterations_max']} | {warm['refine_s']:.2f} |")
         del model
+    print(f"\nwarm refresh phases, s (median of {max(args.repeats, 1)}):\n\n| settings | "
+          + " | ".join(p.removesuffix("_s") for p in PHASES) + " |\n" + "|---" * (len(PHASES) + 1) + "|")
+    for name, warm in phases.items():
+        print(f"| {name} | " + " | ".join(f"{warm[p]:.2f}" for p in PHASES) + " |")
+
+
+def ingest(args, vocabulary, settings_run) -> None:
+    stream = as_csr(zipf_batch(args.ingest_docs, args.words, 300, 1.0, seed=3))
+    stream.resize((stream.shape[0], args.words))
+    print("\n| settings | ingest docs/s (median of 3) |\n|---|---|")
+    rates = {}
+    for name, settings in settings_run.items():
+        StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings).learn_many(stream[:200])  # compile
+        seconds = median_time(lambda: StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
+                              .learn_many(stream))
+        rates[name] = stream.shape[0] / seconds
+        print(f"| {name} | {rates[name]:,.0f} |")
+    if "defaults" in rates and "before issue 14" in rates:
+        print(f"ingest ratio defaults / before issue 14: {rates['defaults'] / rates['before issue 14']:.3f}")
 
 
 if __name__ == "__main__":

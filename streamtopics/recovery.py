@@ -7,8 +7,9 @@ exponentiated gradient with a backtracking (Armijo) line search, stopping when t
 ``c'g - min(g)`` (an upper bound on the objective's distance to optimal, the KKT test) falls below
 the tolerance. EG identifies the support of the solution quickly but converges slowly on small
 non-zero coefficients, so every few iterations a primal active-set method started from EG's
-support tries to finish the solve exactly (a few small linear solves); its result is kept when
-it passes the same KKT test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
+support tries to finish the solve exactly (a few small linear solves, through a Cholesky factor of
+the working set's Gram block that grows with it); its result is kept when it passes the same KKT
+test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
 Words are independent and solved in parallel (numba prange), each from a starting point: uniform
 (cold) or the previous refresh's solution (warm).
 
@@ -40,6 +41,54 @@ def _quadratic(gram, y, c, gc):
     return value
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _schur_solve(gram, y, members, m, factor, valid, work, z):
+    """``G_SS z + mu/2 1 = y_S, sum(z) = 1`` for the working set ``S = members[:m]`` through
+    the Cholesky factor L of G_SS (the bordered system's Schur complement): z = a - (mu/2) b
+    with G_SS a = y_S and G_SS b = 1. Rows ``0..valid-1`` of ``factor`` already hold L's rows
+    for these leading members (a working set that only grew keeps them): only the others are
+    computed. Writes z[:m] (z[m] = mu); False when G_SS is not numerically positive definite."""
+    for r in range(valid, m):
+        row = gram[members[r]]
+        for q in range(r + 1):
+            s = row[members[q]]
+            for t in range(q):
+                s -= factor[r, t] * factor[q, t]
+            if r == q:
+                if s <= 1e-14 * row[members[r]]:
+                    return False
+                factor[r, r] = np.sqrt(s)
+            else:
+                factor[r, q] = s / factor[q, q]
+    for r in range(m):  # forward: L u = (y_S, 1)
+        s0 = y[members[r]]
+        s1 = 1.0
+        for t in range(r):
+            s0 -= factor[r, t] * work[0, t]
+            s1 -= factor[r, t] * work[1, t]
+        work[0, r] = s0 / factor[r, r]
+        work[1, r] = s1 / factor[r, r]
+    for r in range(m - 1, -1, -1):  # back: L^T (a, b) = u
+        s0 = work[0, r]
+        s1 = work[1, r]
+        for t in range(r + 1, m):
+            s0 -= factor[t, r] * work[0, t]
+            s1 -= factor[t, r] * work[1, t]
+        work[0, r] = s0 / factor[r, r]
+        work[1, r] = s1 / factor[r, r]
+    sa, sb = 0.0, 0.0
+    for r in range(m):
+        sa += work[0, r]
+        sb += work[1, r]
+    if not sb > 0.0:
+        return False
+    half_mu = (sa - 1.0) / sb
+    for r in range(m):
+        z[r] = work[0, r] - half_mu * work[1, r]
+    z[m] = 2.0 * half_mu
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _active_set(gram, y, c, out, gc, support_floor, max_steps):
     """Finish a solve exactly by a primal active-set method started from EG's support.
@@ -49,7 +98,11 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
     S with the most negative gradient joins S while the KKT test fails; otherwise the step
     towards z stops where the first coordinate reaches zero and that word leaves S. Writes the
     solution into ``out`` (and G out into ``gc``) and returns its duality gap, or inf when the
-    method cannot proceed (singular system, cycling), in which case EG simply goes on."""
+    method cannot proceed (singular system, cycling), in which case EG simply goes on.
+
+    The working set is kept in the order its members joined, with the Cholesky factor of G_SS:
+    members joining append rows to it (O(m^2) each instead of a new O(m^3) factorisation), a
+    member leaving invalidates the rows from its position on."""
     k = c.size
     top = c.max()
     in_set = np.zeros(k, np.bool_)
@@ -61,26 +114,52 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
             x[a] = c[a]
             total += c[a]
     x /= total
+    factor = np.empty((k, k))
+    work = np.empty((2, k))
+    members = np.empty(k, np.int64)
+    listed = np.zeros(k, np.bool_)
+    m = 0
+    valid = 0
+    z = np.empty(k + 1)
     added = -1
     n_steps = 0
     n_adds = 0
     block_steps = 3
     for _ in range(max_steps):
-        members = np.flatnonzero(in_set)
-        m = members.size
-        system = np.zeros((m + 1, m + 1))
-        rhs = np.zeros(m + 1)
+        # the working set in joining order: those still in it keep their places (the factor's
+        # rows before the first one that left stay valid), new members append in word order
+        kept = 0
         for r in range(m):
-            for q in range(m):
-                system[r, q] = gram[members[r], members[q]]
-            system[r, m] = 0.5
-            system[m, r] = 1.0
-            rhs[r] = y[members[r]]
-        rhs[m] = 1.0
-        try:
-            z = np.linalg.solve(system, rhs)
-        except Exception:
-            return np.inf
+            a = members[r]
+            if in_set[a]:
+                members[kept] = a
+                kept += 1
+            else:
+                listed[a] = False
+                valid = min(valid, r)
+        m = kept
+        for a in range(k):
+            if in_set[a] and not listed[a]:
+                listed[a] = True
+                members[m] = a
+                m += 1
+        if not _schur_solve(gram, y, members, m, factor, valid, work, z):  # G_SS singular: LU of the bordered system
+            valid = 0
+            system = np.zeros((m + 1, m + 1))
+            rhs = np.zeros(m + 1)
+            for r in range(m):
+                for q in range(m):
+                    system[r, q] = gram[members[r], members[q]]
+                system[r, m] = 0.5
+                system[m, r] = 1.0
+                rhs[r] = y[members[r]]
+            rhs[m] = 1.0
+            try:
+                z[: m + 1] = np.linalg.solve(system, rhs)
+            except Exception:
+                return np.inf
+        else:
+            valid = m
         if z[:m].min() > 0.0:
             x[:] = 0.0
             for r in range(m):
@@ -88,11 +167,14 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
             g_min = np.inf
             j = -1
             gap = 0.0
+            gc[:] = 0.0  # G x over the support only (G is symmetric: rows of the members)
+            for r in range(m):
+                row = gram[members[r]]
+                xb = x[members[r]]
+                for a in range(k):
+                    gc[a] += row[a] * xb
             for a in range(k):
-                s = 0.0
-                for b in range(k):
-                    s += gram[a, b] * x[b]
-                gc[a] = s
+                s = gc[a]
                 g = 2.0 * (s - y[a])
                 gap += x[a] * g
                 if g < g_min:

@@ -6,7 +6,7 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 * E-step: each document's mixture gamma_d moves towards the minimiser of KL(f_d || A gamma_d)
   (:func:`~streamtopics.inference.infer_mixtures`), by a few multiplicative updates from the
   previous iteration's gamma_d (converging it from uniform every iteration cost several times
-  more and, on 20newsgroups, held out slightly worse);
+  more and, on 20newsgroups, held out slightly worse), in float32 (:data:`SINGLE`);
 * M-step: ``A_jk <- A_jk * sum_d H_dj gamma_dk / (A gamma_d)_j``, then every column is
   renormalised. With token counts H_d as weights this is the EM step of the multinomial
   mixture likelihood ``sum_d sum_j H_dj log (A gamma_d)_j``, so the reservoir's own likelihood
@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from .cooccurrence import group_entries_by_word
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
 
@@ -55,6 +54,11 @@ HELD_UPDATES = 10  # updates of the held-out mixtures per iterate, from the last
 SEED_HELD_UPDATES = 100  # updates fitting the held-out mixtures to the seed from uniform: near convergence,
 # so that the seed and the iterates (warm-started from it) are scored alike (refine_topics)
 ALPHA_UPDATES = 10  # updates adapting the best iterate's held-out mixtures to the published topics
+SINGLE = True  # the E-step's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times as
+# fast as float64. Only the E-step: the held-out mixtures, warm-started through every iterate, stay float64 (in
+# float32 their scores drifted by up to 4e-3 per token over 30 iterates on 20 Newsgroups, and the iterate kept on
+# the quality guard's stream moved from 30 to 22); with the E-step alone in float32 the guard's figures and kept
+# iterates were those of float64 (BENCHMARKS.md, "What the defaults cost"). The M-step sums in float64.
 
 
 class Reservoir:
@@ -128,14 +132,57 @@ class Reservoir:
 def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
     """Each document's distinct words alternately into an observed and a held-out half
     (documents with fewer than 2 distinct words are dropped)."""
-    observed, held = [], []
-    for a, b in zip(batch.indptr[:-1], batch.indptr[1:]):
-        ids, counts = batch.indices[a:b], batch.counts[a:b]
-        if ids.size < 2:
+    parts = _split_entries(batch.indptr, batch.indices, batch.counts)
+    n = parts[0].size - 1
+    return (DocumentBatch(*parts[:3], np.zeros(n, np.uint64)), DocumentBatch(*parts[3:], np.zeros(n, np.uint64)))
+
+
+@njit(cache=True, nogil=True)
+def _split_entries(indptr, indices, counts):
+    """:func:`split_for_completion`'s arrays: entries 0, 2, 4, ... of each document of at least
+    two entries observed, entries 1, 3, ... held out."""
+    n_kept, size = 0, 0
+    for d in range(indptr.size - 1):
+        if indptr[d + 1] - indptr[d] >= 2:
+            n_kept += 1
+            size += indptr[d + 1] - indptr[d]
+    n_held = size // 2 + n_kept  # at most: a document's held half is the smaller
+    observed_ptr, held_ptr = np.zeros(n_kept + 1, np.int64), np.zeros(n_kept + 1, np.int64)
+    observed_ids, held_ids = np.empty(size, np.int32), np.empty(n_held, np.int32)
+    observed_counts, held_counts = np.empty(size), np.empty(n_held)
+    o, h, k = 0, 0, 0
+    for d in range(indptr.size - 1):
+        if indptr[d + 1] - indptr[d] < 2:
             continue
-        observed.append((ids[0::2], counts[0::2]))
-        held.append((ids[1::2], counts[1::2]))
-    return DocumentBatch.from_pairs(observed), DocumentBatch.from_pairs(held)
+        for p in range(indptr[d], indptr[d + 1]):
+            if (p - indptr[d]) % 2 == 0:
+                observed_ids[o], observed_counts[o] = indices[p], counts[p]
+                o += 1
+            else:
+                held_ids[h], held_counts[h] = indices[p], counts[p]
+                h += 1
+        k += 1
+        observed_ptr[k], held_ptr[k] = o, h
+    return (observed_ptr, observed_ids[:o].copy(), observed_counts[:o].copy(),
+            held_ptr, held_ids[:h].copy(), held_counts[:h].copy())
+
+
+def _split_reservoir(reservoir: DocumentBatch, holdout_every: int) -> tuple[DocumentBatch, DocumentBatch]:
+    """The documents fitted (those not held out) and the held-out ones (every
+    ``holdout_every``-th, from the first), as ``select`` gives them, by slicing whole runs."""
+    n = len(reservoir)
+    held = np.zeros(n, bool)
+    held[::holdout_every] = True
+    return _rows_where(reservoir, ~held), _rows_where(reservoir, held)
+
+
+def _rows_where(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:
+    """``batch.select(np.flatnonzero(rows))`` without a Python loop over documents."""
+    sizes = np.diff(batch.indptr)
+    entries = np.repeat(rows, sizes)
+    indptr = np.zeros(int(rows.sum()) + 1, np.int64)
+    np.cumsum(sizes[rows], out=indptr[1:])
+    return DocumentBatch(indptr, batch.indices[entries], batch.counts[entries], batch.keys[rows])
 
 
 def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,
@@ -149,12 +196,47 @@ def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topi
 
 def _completion_score(observed, held, topic_word, gamma, alpha=None) -> float:
     """:func:`completion_log_likelihood` given the mixtures fitted on ``observed``."""
-    if alpha is not None:
-        n_obs = np.add.reduceat(observed.counts, observed.indptr[:-1])[:, None] if observed.counts.size else 0
-        gamma = (n_obs * gamma + alpha[None, :]) / (n_obs + alpha.sum())
-    total, tokens = _log_likelihood(held.indptr, held.indices, held.counts,
-                                    np.ascontiguousarray(topic_word, dtype=np.float64), gamma)
-    return total / max(tokens, 1.0)
+    if alpha is None:
+        return float(_completion_scores(observed, held, topic_word, gamma)[0])
+    alpha = np.asarray(alpha, dtype=np.float64)
+    return float(_completion_scores(observed, held, topic_word, gamma, alpha, np.ones(1))[0])
+
+
+def _completion_scores(observed, held, topic_word, gamma, shape=None, scales=None) -> np.ndarray:
+    """The completion score with ``alpha = c * shape`` for every c of ``scales`` (one score
+    without ``shape``), in one pass over the held-out tokens: the blended mixture's probability
+    of word j is ``(n_obs (A gamma)_j + c (A shape)_j) / (n_obs + c sum(shape))``, so each token
+    needs one dot product over the topics whatever the number of scales."""
+    topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
+    if shape is None:
+        shape, scales = np.zeros(topic_word.shape[1]), np.zeros(1)
+    n_obs = (np.add.reduceat(observed.counts, observed.indptr[:-1]) if observed.counts.size
+             else np.zeros(len(observed)))
+    totals, tokens = _completion_sums(held.indptr, held.indices, held.counts, topic_word,
+                                      np.ascontiguousarray(gamma, dtype=np.float64), n_obs, topic_word @ shape,
+                                      float(shape.sum()), np.asarray(scales, dtype=np.float64))
+    return totals.sum(axis=0) / max(tokens.sum(), 1.0)
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
+def _completion_sums(indptr, indices, counts, topic_word, gamma, n_obs, shape_mass, shape_total, scales):
+    """Per held-out document (in parallel; each row is one thread's), ``sum_j H_dj log max(p_j,
+    LOG_FLOOR)`` for each scale, and its tokens: see :func:`_completion_scores`."""
+    n_docs = indptr.size - 1
+    totals = np.zeros((n_docs, scales.size))
+    tokens = np.zeros(n_docs)
+    for d in prange(n_docs):
+        for p in range(indptr[d], indptr[d + 1]):
+            j = indices[p]
+            mix = 0.0
+            for a in range(topic_word.shape[1]):
+                mix += topic_word[j, a] * gamma[d, a]
+            for s in range(scales.size):
+                c = scales[s]
+                value = mix if c == 0.0 else (n_obs[d] * mix + c * shape_mass[j]) / (n_obs[d] + c * shape_total)
+                totals[d, s] += counts[p] * np.log(max(value, LOG_FLOOR))
+            tokens[d] += counts[p]
+    return totals, tokens
 
 
 @njit(cache=True, nogil=True)
@@ -185,11 +267,28 @@ class WordMajor:
 
     @classmethod
     def of(cls, batch: DocumentBatch, n_words: int) -> "WordMajor":
-        order, _ = group_entries_by_word(batch.indices, n_words)  # stable: documents in order
-        ptr = np.zeros(n_words + 1, np.int64)
-        np.cumsum(np.bincount(batch.indices, minlength=n_words), out=ptr[1:])
-        doc_of_entry = np.repeat(np.arange(len(batch), dtype=np.int64), np.diff(batch.indptr))
-        return cls(ptr, doc_of_entry[order], batch.counts[order])
+        return cls(*_word_major(batch.indptr, batch.indices, batch.counts, n_words))
+
+
+@njit(cache=True, nogil=True)
+def _word_major(indptr, indices, counts, n_words):
+    """A counting sort of the entries by word, stable (each word's documents in order), in one
+    pass: :class:`WordMajor`'s arrays."""
+    ptr = np.zeros(n_words + 1, np.int64)
+    for w in indices:
+        ptr[w + 1] += 1
+    for w in range(n_words):
+        ptr[w + 1] += ptr[w]
+    fill = ptr[:-1].copy()
+    docs = np.empty(indices.size, np.int64)
+    out = np.empty(indices.size)
+    for d in range(indptr.size - 1):
+        for p in range(indptr[d], indptr[d + 1]):
+            q = fill[indices[p]]
+            docs[q] = d
+            out[q] = counts[p]
+            fill[indices[p]] += 1
+    return ptr, docs, out
 
 
 @njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
@@ -220,7 +319,7 @@ def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarr
     a symmetric Dirichlet(1 + smoothing) prior on the topics): EM on a sample otherwise drives the
     topic's probability of every word the sample did not give it to exactly 0. ``by_word`` is
     ``WordMajor.of(batch, V)``, built once for all the iterations over one batch."""
-    mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures)
+    mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures, single=SINGLE)
     by_word = WordMajor.of(batch, topic_word.shape[0]) if by_word is None else by_word
     out = np.zeros_like(topic_word)
     _m_step(by_word.ptr, by_word.docs, by_word.counts, topic_word, mixtures, out)
@@ -258,10 +357,8 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     best, as the held-out likelihood of EM on a small reservoir rises, peaks and then falls (overfitting).
     """
     seed = np.ascontiguousarray(topic_word, dtype=np.float64)
-    n = len(reservoir)
-    held_rows = np.arange(0, n, holdout_every)
-    fit = reservoir.select(np.setdiff1d(np.arange(n), held_rows))
-    observed, held = split_for_completion(reservoir.select(held_rows))
+    fit, held_documents = _split_reservoir(reservoir, holdout_every)
+    observed, held = split_for_completion(held_documents)
     current, mixtures, by_word = seed, None, WordMajor.of(fit, seed.shape[0])
     held_mixtures = infer_mixtures(observed, seed, None, max_iter=SEED_HELD_UPDATES, tol=1e-5)
     best = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
@@ -293,6 +390,7 @@ def choose_alpha_scale(topic_word: np.ndarray, prevalence: np.ndarray, held_out:
     start = np.where(total > 0, start / np.where(total > 0, total, 1.0), 1.0 / k)
     gamma = infer_mixtures(held_out.observed, topic_word, None, max_iter=ALPHA_UPDATES, tol=1e-5, start=start)
     prevalence = np.asarray(prevalence, dtype=np.float64) / np.sum(prevalence)
-    scores = {float(c): _completion_score(held_out.observed, held_out.held, topic_word, gamma, c * prevalence)
-              for c in scales}
+    values = _completion_scores(held_out.observed, held_out.held, topic_word, gamma, prevalence,
+                                np.asarray(scales, dtype=np.float64))
+    scores = {float(c): float(v) for c, v in zip(scales, values)}
     return max(scores, key=scores.get), scores

@@ -94,6 +94,10 @@ def test_readers_see_the_full_symmetric_matrix():
     right = np.random.default_rng(1).random((1300, 5))
     np.testing.assert_allclose(stats.matmul(right), q @ right, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(stats.rows([0, 1299, 650]), q[[0, 1299, 650]], atol=1e-15)
+    # float32 products (recover_topics' default): float32 rounding of the sums and of the right side
+    single = stats.matmul(right, single=True)
+    assert single.dtype == np.float64
+    np.testing.assert_allclose(single, q @ right, rtol=0, atol=2e-6 * np.abs(q @ right).max())
 
 
 def test_short_documents_carry_no_pairs():

@@ -6,7 +6,7 @@ import pytest
 
 from streamtopics.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
-from streamtopics.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, kl_tem_step, refine_topics
+from streamtopics.refinement import ALPHA_UPDATES, SINGLE, _log_likelihood, choose_alpha_scale, kl_tem_step, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 
@@ -25,6 +25,44 @@ def test_a_warm_start_resumes_the_updates_where_they_stopped():
                                                  start=np.full((len(docs), 4), 0.25)), cold)
     halfway = infer_mixtures(docs, topics, None, max_iter=30, tol=0.0)
     np.testing.assert_array_equal(infer_mixtures(docs, topics, max_iter=20, tol=0.0, start=halfway), cold)
+
+
+def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_rounding():
+    # the refinement's E-step runs the updates in float32 (refinement.SINGLE)
+    _, docs, topics = _corpus()
+    double = infer_mixtures(docs, topics, None, max_iter=20, tol=0.0)
+    single = infer_mixtures(docs, topics, None, max_iter=20, tol=0.0, single=True)
+    assert single.dtype == np.float64
+    np.testing.assert_allclose(single, double, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(single.sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_the_compiled_split_is_the_documented_one():
+    from streamtopics.refinement import WordMajor, _split_reservoir, split_for_completion
+    rng = np.random.default_rng(3)
+    pairs = []
+    for n in [0, 1, 2, 3, 1, 7, 4, 0, 5, 2, 6]:  # documents of 0 and 1 entries too
+        ids = np.sort(rng.choice(30, n, replace=False)).astype(np.int32)
+        pairs.append((ids, rng.integers(1, 4, n).astype(np.float64)))
+    batch = DocumentBatch.from_pairs(pairs, keys=np.arange(len(pairs)) + 100)
+    fit, held_documents = _split_reservoir(batch, 3)
+    for part, rows in ((fit, [r for r in range(len(pairs)) if r % 3]), (held_documents, list(range(0, len(pairs), 3)))):
+        reference = batch.select(np.array(rows))
+        for name in ("indptr", "indices", "counts", "keys"):
+            np.testing.assert_array_equal(getattr(part, name), getattr(reference, name))
+    observed, held = split_for_completion(batch)
+    kept = [(ids, counts) for ids, counts in pairs if ids.size >= 2]
+    for part, start in ((observed, 0), (held, 1)):
+        reference = DocumentBatch.from_pairs([(ids[start::2], counts[start::2]) for ids, counts in kept])
+        for name in ("indptr", "indices", "counts"):
+            np.testing.assert_array_equal(getattr(part, name), getattr(reference, name))
+    by_word = WordMajor.of(fit, 30)
+    for word in range(30):  # each word's documents in order, with their counts
+        docs = [d for d in range(len(fit)) if word in fit.indices[fit.indptr[d]:fit.indptr[d + 1]]]
+        np.testing.assert_array_equal(by_word.docs[by_word.ptr[word]:by_word.ptr[word + 1]], docs)
+        counts = [fit.counts[fit.indptr[d] + np.flatnonzero(fit.indices[fit.indptr[d]:fit.indptr[d + 1]] == word)[0]]
+                  for d in docs]
+        np.testing.assert_array_equal(by_word.counts[by_word.ptr[word]:by_word.ptr[word + 1]], counts)
 
 
 def test_partial_warm_started_e_steps_keep_kl_tem_monotone():
@@ -85,7 +123,8 @@ def test_the_m_step_is_the_em_update_of_the_multinomial_mixture():
     _, docs, topics = _corpus()
     start = infer_mixtures(docs, topics, None, max_iter=3, tol=0.0)
     new_topics, mixtures = kl_tem_step(docs, topics, start, updates=2)
-    np.testing.assert_array_equal(mixtures, infer_mixtures(docs, topics, max_iter=2, tol=1e-5, start=start))
+    np.testing.assert_array_equal(mixtures, infer_mixtures(docs, topics, max_iter=2, tol=1e-5, start=start,
+                                                           single=SINGLE))
     counts = np.zeros((len(docs), topics.shape[0]))  # dense reference: A_jk sum_d H_dj gamma_dk / (A gamma_d)_j
     for d in range(len(docs)):
         counts[d, docs.indices[docs.indptr[d]:docs.indptr[d + 1]]] = docs.counts[docs.indptr[d]:docs.indptr[d + 1]]
