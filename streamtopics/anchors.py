@@ -96,6 +96,10 @@ def _orthonormal_complement(vectors: np.ndarray) -> np.ndarray:
     return q[:, -1]
 
 
+class DependentRowsError(ValueError):
+    """The candidate rows span fewer dimensions than the anchors asked for."""
+
+
 def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, keep=None,
                       stickiness: float = 0.0) -> np.ndarray:
     """Positions (into ``rows``) of ``n_anchors`` extreme rows.
@@ -147,7 +151,7 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
         direction = rows[pick] - coords[pick, :k] @ basis[:k]
         norm = np.linalg.norm(direction)
         if norm <= 1e-12 * max(1.0, np.sqrt(squared_norms[pick])):
-            raise ValueError(f"only {k} linearly independent candidate rows; cannot pick {n_anchors} anchors")
+            raise DependentRowsError(f"only {k} linearly independent candidate rows; cannot pick {n_anchors} anchors")
         basis[k] = direction / norm
         coords[:, k] = rows @ basis[k]
         residual = np.maximum(residual - coords[:, k] ** 2, 0.0)

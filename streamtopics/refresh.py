@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .alignment import l1_distances
-from .anchors import candidate_words, fast_anchor_words, random_projection
+from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
 from .recovery import dirichlet_alpha, recover_kl, recover_l2, topic_covariance, topics_from_coefficients
 from .candidate_clustering import rp_anchor_groups
 from .rectification import rectified_rows
@@ -144,9 +144,14 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     if method == "fastanchors":
         if candidates.size < n_topics:
             raise _not_enough(candidates.size, min_df, n_topics)
-        rows = (rectified_rows(view, candidates, n_topics, rectify, seed) if rectify > 0
-                else _candidate_rows(view, candidates, projection_dim, seed))
         keep = None if previous is None else np.searchsorted(candidates, previous[np.isin(previous, candidates)])
+        if rectify > 0:
+            try:
+                rows = rectified_rows(view, candidates, n_topics, rectify, seed)
+                return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
+            except DependentRowsError:
+                pass  # rectified to fewer than K dimensions (a few documents over a few words): the raw rows
+        rows = _candidate_rows(view, candidates, projection_dim, seed)
         return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
     if tracker is None:
         raise ValueError(f"anchor method {method!r} needs a RandomProjectionTracker")

@@ -143,19 +143,19 @@ class AnchorTopics(base.MiniBatchTransformer):
     (2, 80)
     >>> for name, words in topics.top_words(3).items():
     ...     print(name, sorted(word for word, p in words))
-    topic_0 ['goal', 'match', 'team']
-    topic_1 ['apple', 'pear', 'plum']
+    topic_0 ['apple', 'pear', 'plum']
+    topic_1 ['goal', 'match', 'team']
 
     >>> def show(mixture):
     ...     return {name: round(weight, 3) for name, weight in mixture.items()}
 
     >>> show(model.transform_one("The referee, a goal and an apple"))
-    {'topic_0': 0.667, 'topic_1': 0.333}
+    {'topic_0': 0.333, 'topic_1': 0.667}
 
     Counts matter: the same words in other proportions give another mixture.
 
     >>> show(topics.transform_one({"apple": 3, "goal": 1}))
-    {'topic_0': 0.25, 'topic_1': 0.75}
+    {'topic_0': 0.75, 'topic_1': 0.25}
 
     """
 
