@@ -35,16 +35,24 @@ def _row_offset(i, n_words):
 
 
 @njit(cache=True, nogil=True)
+def word_run_offsets(indices, n_words):
+    """Where each word's run starts when entries are counting-sorted by word id (``n_words + 1``
+    offsets, the last one the number of entries)."""
+    offsets = np.zeros(n_words + 1, np.int64)
+    for w in indices:
+        offsets[w + 1] += 1
+    for w in range(n_words):
+        offsets[w + 1] += offsets[w]
+    return offsets
+
+
+@njit(cache=True, nogil=True)
 def group_entries_by_word(indices, n_words):
     """Counting sort of batch entries by word id (stable, so document order is kept).
 
     Returns the entry positions in word order and, for each distinct word present, the start of
     its run (one extra end marker)."""
-    per_word = np.zeros(n_words + 1, np.int64)
-    for w in indices:
-        per_word[w + 1] += 1
-    for w in range(n_words):
-        per_word[w + 1] += per_word[w]
+    per_word = word_run_offsets(indices, n_words)
     starts = per_word[:-1].copy()
     order = np.empty(indices.size, np.int64)
     for e in range(indices.size):

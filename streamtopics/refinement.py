@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
+from .cooccurrence import word_run_offsets
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
 
@@ -274,11 +275,7 @@ class WordMajor:
 def _word_major(indptr, indices, counts, n_words):
     """A counting sort of the entries by word, stable (each word's documents in order), in one
     pass: :class:`WordMajor`'s arrays."""
-    ptr = np.zeros(n_words + 1, np.int64)
-    for w in indices:
-        ptr[w + 1] += 1
-    for w in range(n_words):
-        ptr[w + 1] += ptr[w]
+    ptr = word_run_offsets(indices, n_words)
     fill = ptr[:-1].copy()
     docs = np.empty(indices.size, np.int64)
     out = np.empty(indices.size)
