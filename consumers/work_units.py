@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamtopics import StreamingTopicModel
-from streamtopics.ingest import TEXT_BATCH
 from streamtopics.text import Tokenizer
 from streamtopics.vocabulary import Vocabulary
 
 from .records import Malformed
 from .sources import open_source
+from .stream import StreamDriver
 
 #: Formats whose every position (line, row, file) starts a record: a unit may begin anywhere.
 SPLITTABLE_FORMATS = ("jsonl", "lines", "csv", "tsv", "dir")
@@ -131,38 +131,27 @@ def absorb_piece(spec: dict, unit: WorkUnit, after: np.ndarray, first: int, coun
                  recipe: PartialRecipe) -> tuple[StreamingTopicModel, PieceEnd]:
     """Learn the unit's documents ``first`` to ``first + count - 1`` (``after``: the positions
     :func:`scan_unit` returned) into a new partial model; with where the piece ends. Documents
-    are learned ``TEXT_BATCH`` at a time (raw text in one compiled pass: the same sums as one at
-    a time)."""
+    are queued in a :class:`~consumers.stream.StreamDriver` and learned in batches, as the
+    sequential replay learns them (the same sums as one at a time)."""
     model = recipe.new_model()
+    driver = StreamDriver(model, None)
     start = unit.start if first == 0 else int(after[first - 1])
-    learned, latest, end_position, before_next = 0, None, start, None
-    batch = ([], [], [])  # documents, keys, stream times
-
-    def learn_batch():
-        model.learn_many(*batch)
-        for queued in batch:
-            queued.clear()
-
+    learned, end_position, before_next = 0, start, None
     for item, position in _items(spec, start, None):
         if isinstance(item, Malformed):
             before_next = position
             continue
         if learned == count:
             break
-        for queued, value in zip(batch, (item.document, item.key, item.timestamp)):
-            queued.append(value)
-        if len(batch[0]) == TEXT_BATCH:
-            learn_batch()
-        if item.timestamp is not None:
-            latest = item.timestamp if latest is None else max(latest, item.timestamp)
+        driver.queue(item.document, item.key, item.timestamp)
         learned += 1
         end_position = before_next = position
-    learn_batch()
+    driver.absorb()
     if learned != count:
         raise RuntimeError(f"{spec.get('path')} changed during the replay: expected {count} documents "
                            f"after position {start}, read {learned}")
     model.statistics()  # run the ingest kernel here, on the worker
-    return model, PieceEnd(end_position, before_next, latest)
+    return model, PieceEnd(end_position, before_next, driver.stream_time)
 
 
 def merge_partials(left: StreamingTopicModel, right: StreamingTopicModel) -> StreamingTopicModel:
