@@ -2,42 +2,42 @@
 
 The exact sums (:class:`~streamtopics.cooccurrence.CooccurrenceStats`) take V(V+1)/2 float64:
 40 GB at V = 100,000. This module keeps instead a *linear sketch* whose memory is linear in V,
-and turns it into a low-rank view of the sums at refresh time (Halko, Martinsson & Tropp 2011;
-Tropp, Yurtsever, Udell & Cevher 2017, "Fixed-rank approximation of a positive-semidefinite
-matrix from streaming data", Algorithm 3).
+and turns it into a low-rank view of the sums at refresh time (Halko, Martinsson & Tropp 2011,
+section 5.5, single-pass approximation of a symmetric matrix; Tropp, Yurtsever, Udell & Cevher
+2017).
 
 What is kept
 ------------
-Write ``Q_sum = P - diag(c)`` with ``P = sum_d H_d H_d^T / (n_d (n_d - 1))`` (positive
-semi-definite) and ``c_w = sum_d H_d[w] / (n_d (n_d - 1))``. The sketch is
+Write ``Q_sum = P - diag(c)`` with ``P = sum_d H_d H_d^T / (n_d (n_d - 1))`` and
+``c_w = sum_d H_d[w] / (n_d (n_d - 1))``. The state is
 
     Y = P Omega          (V x s, float64)
 
 where ``Omega`` is a V x s Gaussian test matrix whose row for word ``w`` is a deterministic
 function of ``(seed, w, generation[w])`` (a counter-based generator: it is regenerated, never
-saved, and grows with an open vocabulary). Next to it the exact O(V) numbers: the diagonal of
-``Q_sum``, ``word_mass`` (row sums), word counts, document frequencies and the document count.
+saved, and grows with an open vocabulary), plus exact O(V) vectors: ``c``, the diagonal of
+``Q_sum``, ``word_mass`` (row sums), word counts, document frequencies, and the document count.
+``Q_sum Omega = Y - diag(c) Omega`` follows exactly.
 
 Per document, ``P_d Omega`` has row ``w`` equal to ``H_d[w] z_d / (n_d (n_d - 1))`` with
 ``z_d = sum_v H_d[v] Omega[v]``: the ingest kernel computes ``z_d`` for every document of a
-batch, then adds the batch to Y word by word (each row of Y touched once per batch, as the exact
-kernel does). Y is linear in the documents, so it is order- and batch-independent (each row
-receives its additions in document order whatever the batching: bit-identical), mergeable
-(sum), exactly resumable, decays with forgetting by the same lazy scaling as the exact sums, and
-a sliding window subtracts leaving documents with weight -1.
-
-Why P and not Q: Q_sum is indefinite (the ``-diag`` term), and the Nystrom approximation needs
-a positive semi-definite matrix. P is exactly PSD; its off-diagonal entries are Q's, and Q's
-diagonal is kept exactly, so the view below is exact wherever P's low-rank part is.
+block of documents, then adds the block to Y word by word (each row of Y touched once per block,
+as the exact kernel touches each row of Q once per batch). Y is linear in the documents, so it
+is order- and batch-independent (each row receives its additions in document order whatever the
+batching: bit-identical), mergeable (sum), exactly resumable, decays with forgetting by the same
+lazy scaling as the exact sums, and a sliding window subtracts leaving documents with weight -1.
 
 The view
 --------
-At refresh the Nystrom approximation ``P ~= Y (Omega^T Y)^+ Y^T`` is computed stably (shift
-``nu``, Cholesky of ``Omega^T (Y + nu Omega)``, thin SVD, shift removed, truncated to rank
-``r``) and kept as ``U`` (V x r) and ``lambda`` (r). :class:`NystromView` then serves the
-reading interface of the refresh (``rows``, ``matmul``, ``word_mass``, ...): off-diagonal
-entries from ``U diag(lambda) U^T``, diagonal entries exact. A row costs O(V r), ``matmul`` of
-a V x k matrix O(V r k).
+At refresh, ``Q_sum`` (indefinite: sampling noise and the ``-diag`` term) is approximated from
+its sketch ``Y_Q = Q_sum Omega`` by the single-pass method for symmetric matrices: ``B`` = the
+top r left singular vectors of ``Y_Q``, the r x r core ``C`` solving ``C (B^T Omega) = B^T Y_Q``
+in least squares, ``C = W diag(lambda) W^T``, ``U = B W``. :class:`LowRankView` serves the
+reading interface of the refresh (``rows``, ``matmul``, ``word_mass``, ...) from ``U``,
+``lambda``: off-diagonal entries from ``U diag(lambda) U^T``, diagonal entries exact. A row costs
+O(V r), ``matmul`` of a V x k matrix O(V r k). (A Nystrom approximation of the PSD ``P``, Tropp
+et al. 2017 Algorithm 3, was tried first: P's large diagonal ``c`` is full rank and leaked into
+the off-diagonal entries, doubling the topics' L1 error on synthetic streams; BENCHMARKS.md.)
 
 Retiring a word (open vocabulary) zeroes its row of Y and its exact numbers, and gives its slot a
 new test row (``generation[w] += 1``). Its *column* was added to every other row of Y as
@@ -66,13 +66,14 @@ _DOC_BLOCK = 512  # documents whose z vectors are in cache at once (512 x s floa
 
 
 def default_sketch_size(n_topics: int) -> int:
-    """s, the sketch's columns: ``max(200, 3 K)`` (BENCHMARKS.md, large vocabularies)."""
-    return max(200, 3 * int(n_topics))
+    """s, the sketch's columns: ``max(200, 4 K)`` (BENCHMARKS.md, large vocabularies)."""
+    return max(200, 4 * int(n_topics))
 
 
 def default_sketch_rank(n_topics: int, sketch_size: int) -> int:
-    """r, the rank the Nystrom view keeps: ``min(s, 2 K + 20)``."""
-    return min(int(sketch_size), 2 * int(n_topics) + 20)
+    """r, the rank of the view: ``max(K + 20, s / 4)`` (at most s - 1). The least-squares core
+    needs r well below s: on synthetic streams r = s / 4 beat r = s / 2."""
+    return min(int(sketch_size) - 1, max(int(n_topics) + 20, int(sketch_size) // 4))
 
 
 @njit(cache=True, inline="always")
@@ -101,7 +102,7 @@ def _test_rows(seed, words, generations, width, out):
                 out[i, j + 1] = radius * np.sin(2.0 * np.pi * u2)
 
 
-def test_matrix(seed: int, n_words: int, width: int, generations=None, words=None) -> np.ndarray:
+def gaussian_rows(seed: int, n_words: int, width: int, generations=None, words=None) -> np.ndarray:
     """Rows ``words`` (default all) of the V x ``width`` Gaussian test matrix."""
     words = np.arange(n_words, dtype=np.int64) if words is None else np.asarray(words, dtype=np.int64)
     generations = (np.zeros(words.size, np.int64) if generations is None
@@ -112,7 +113,7 @@ def test_matrix(seed: int, n_words: int, width: int, generations=None, words=Non
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _sketch_batch(y, omega, diagonal, word_mass, indptr, indices, counts, order, group_starts, n_chunks, weights):
+def _sketch_batch(y, omega, diagonal, linear, word_mass, indptr, indices, counts, order, group_starts, n_chunks, weights):
     """Add ``weights[d] P_d Omega`` of the batch's documents to ``y``, their exact diagonal of
     Q to ``diagonal`` and their row sums to ``word_mass``. ``z_d`` is computed per document (its
     own order of entries: the same whatever the batching), scaled by ``weights[d] / (n (n - 1))``;
@@ -151,6 +152,7 @@ def _sketch_batch(y, omega, diagonal, word_mass, indptr, indices, counts, order,
                 c = counts[e]
                 word_mass[w] += weights[d] * c / n
                 diagonal[w] += weights[d] * c * (c - 1.0) / (n * (n - 1.0))
+                linear[w] += weights[d] * c / (n * (n - 1.0))
                 for j in range(width):
                     y[w, j] += c * z[d, j]
 
@@ -183,12 +185,14 @@ class SketchedCooccurrence:
         self.generations = np.zeros(self.n_words, np.int64)  # a slot's test row changes when its word does
         self.sketch = np.zeros((self.n_words, self.sketch_size))
         self.diagonal = np.zeros(self.n_words)  # exact diagonal of Q_sum
+        self.linear = np.zeros(self.n_words)  # c: P = Q_sum + diag(c)
         self.word_mass = np.zeros(self.n_words)
         self.word_counts = np.zeros(self.n_words)
         self.n_docs = 0
         self.half_life = None
         self.decay: DecayClock | None = None
         self._omega: np.ndarray | None = None
+        self._view: LowRankView | None = None  # the last view, while nothing changed since
         if half_life is None:
             self.document_frequency = np.zeros(self.n_words, np.int64)
         else:
@@ -199,7 +203,7 @@ class SketchedCooccurrence:
     def omega(self) -> np.ndarray:
         """The V x s test matrix, generated on first use and kept (not saved)."""
         if self._omega is None or self._omega.shape[0] != self.n_words:
-            self._omega = test_matrix(self.seed, self.n_words, self.sketch_size, self.generations)
+            self._omega = gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations)
         return self._omega
 
     # ------------------------------------------------------------------ forgetting (as CooccurrenceStats)
@@ -220,9 +224,10 @@ class SketchedCooccurrence:
         return self._weight_sum * self.decay.scale()
 
     def _arrays(self):
-        return (self.sketch, self.diagonal, self.word_mass, self.word_counts, self.document_frequency)
+        return (self.sketch, self.diagonal, self.linear, self.word_mass, self.word_counts, self.document_frequency)
 
     def _rescale(self, factor: float) -> None:
+        self._view = None
         for array in self._arrays():
             array *= factor
         self._weight_sum *= factor
@@ -233,12 +238,13 @@ class SketchedCooccurrence:
 
     # ------------------------------------------------------------------ documents in
     def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
+        self._view = None
         omega = self.omega
         n_chunks = max(64, 4 * numba.get_num_threads())
         for start in range(0, len(batch), _DOC_BLOCK):
             part = batch if len(batch) <= _DOC_BLOCK else batch.select(np.arange(start, min(start + _DOC_BLOCK, len(batch))))
             order, group_starts = group_entries_by_word(part.indices, self.n_words)
-            _sketch_batch(self.sketch, omega, self.diagonal, self.word_mass, part.indptr, part.indices,
+            _sketch_batch(self.sketch, omega, self.diagonal, self.linear, self.word_mass, part.indptr, part.indices,
                           part.counts, order, group_starts, n_chunks,
                           np.ascontiguousarray(weights[start:start + len(part)], dtype=np.float64))
 
@@ -282,7 +288,7 @@ class SketchedCooccurrence:
     def merge(self, other: "SketchedCooccurrence") -> "SketchedCooccurrence":
         """Add another sketch of a disjoint sub-stream: same words, seed, size and test rows."""
         if not isinstance(other, SketchedCooccurrence):
-            raise ValueError("cannot merge exact co-occurrence sums into a sketch (statistics='exact' vs 'sketch')")
+            raise ValueError("cannot merge exact co-occurrence sums into a sketch (cooccurrence='exact' vs 'sketch')")
         if other.n_words != self.n_words:
             raise ValueError(f"cannot merge statistics over {other.n_words} words into {self.n_words}")
         if (other.seed, other.sketch_size) != (self.seed, self.sketch_size):
@@ -292,6 +298,7 @@ class SketchedCooccurrence:
             raise ValueError("cannot merge sketches whose vocabulary slots were reassigned differently")
         if self.half_life != other.half_life or (self.decay and self.decay.unit) != (other.decay and other.decay.unit):
             raise ValueError("cannot merge statistics with different forgetting (half_life)")
+        self._view = None
         if self.half_life is not None:
             self.decay.settle_for_merge(other.decay, self._rescale, other._rescale)
             self._weight_sum += other._weight_sum
@@ -307,14 +314,15 @@ class SketchedCooccurrence:
         extra = int(n_words) - self.n_words
         if extra == 0:
             return
+        self._view = None
         self.sketch = np.vstack([self.sketch, np.zeros((extra, self.sketch_size))])
         self.generations = np.concatenate([self.generations, np.zeros(extra, np.int64)])
-        for name in ("diagonal", "word_mass", "word_counts"):
+        for name in ("diagonal", "linear", "word_mass", "word_counts"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra)]))
         self.document_frequency = np.concatenate(
             [self.document_frequency, np.zeros(extra, self.document_frequency.dtype)])
         if self._omega is not None:
-            new = test_matrix(self.seed, n_words, self.sketch_size, self.generations,
+            new = gaussian_rows(self.seed, n_words, self.sketch_size, self.generations,
                               np.arange(self.n_words, n_words))
             self._omega = np.vstack([self._omega, new])
         self.n_words = int(n_words)
@@ -324,22 +332,26 @@ class SketchedCooccurrence:
         become zero and the slot gets a new test row. Its column's share in the other rows of Y
         and in their ``word_mass`` stays (see the module docstring: not recoverable from Y)."""
         word = int(word)
+        self._view = None
         self.sketch[word] = 0.0
-        self.diagonal[word] = self.word_mass[word] = self.word_counts[word] = 0.0
+        self.diagonal[word] = self.linear[word] = self.word_mass[word] = self.word_counts[word] = 0.0
         self.document_frequency[word] = 0
         self.generations[word] += 1
         if self._omega is not None:
-            self._omega[word] = test_matrix(self.seed, self.n_words, self.sketch_size, self.generations, [word])[0]
+            self._omega[word] = gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations, [word])[0]
 
     # ------------------------------------------------------------------ readers
-    def view(self) -> "NystromView":
+    def view(self) -> "LowRankView":
         """The low-rank view the refresh reads (settled first with forgetting). The factorisation
         is computed lazily, on the view's first row or product, so that a background refresh
         does it in its own thread."""
         self.settle()
-        n_docs = self.n_docs if self.half_life is None else self._weight_sum
-        return NystromView(self.sketch, self.omega, self.diagonal, self.word_mass, self.word_counts,
-                           self.document_frequency, n_docs, self.rank)
+        if self._view is None:
+            n_docs = self.n_docs if self.half_life is None else self._weight_sum
+            sketch_q = self.sketch - self.linear[:, None] * self.omega  # Q Omega = P Omega - diag(c) Omega
+            self._view = LowRankView(sketch_q, self.omega, self.diagonal, self.word_mass, self.word_counts,
+                                     self.document_frequency, n_docs, self.rank)
+        return self._view
 
     def copy(self) -> "SketchedCooccurrence":
         out = SketchedCooccurrence.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
@@ -363,6 +375,7 @@ class SketchedCooccurrence:
             "kind": np.str_("sketch"),
             "sketch": self.sketch,
             "diagonal": self.diagonal,
+            "linear": self.linear,
             "word_mass": self.word_mass,
             "word_counts": self.word_counts,
             "document_frequency": self.document_frequency,
@@ -384,65 +397,68 @@ class SketchedCooccurrence:
         stats.seed = int(state["sketch_seed"])
         stats.generations = np.array(state["generations"], dtype=np.int64)
         stats.diagonal = np.array(state["diagonal"], dtype=np.float64)
+        stats.linear = np.array(state["linear"], dtype=np.float64)
         stats.word_mass = np.array(state["word_mass"], dtype=np.float64)
         stats.word_counts = np.array(state["word_counts"], dtype=np.float64)
         stats.n_docs = int(state["n_docs"])
         stats.half_life = None
         stats.decay = None
         stats._omega = None
+        stats._view = None
         if "half_life" in state:
             stats._start_forgetting(DecayClock.from_state_dict(state))
             stats.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
             stats._weight_sum = float(state["weight_sum"])
         else:
             stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
-        for name in ("generations", "diagonal", "word_mass", "word_counts", "document_frequency"):
+        for name in ("generations", "diagonal", "linear", "word_mass", "word_counts", "document_frequency"):
             if getattr(stats, name).shape != (stats.n_words,):
                 raise ValueError(f"sketch state: {name} does not match the vocabulary size")
         return stats
 
 
-def nystrom(sketch: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
-    """``U`` (V x r, orthonormal columns) and ``lambda`` (r, non-negative, descending) with
-    ``U diag(lambda) U^T`` the rank-r truncation of the Nystrom approximation
-    ``Y (Omega^T Y)^+ Y^T`` of a PSD matrix A from ``Y = A Omega`` (Tropp, Yurtsever, Udell &
-    Cevher 2017, Algorithm 3: shift, Cholesky, SVD, unshift, truncate)."""
+def low_rank(sketch: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """``U`` (V x r, orthonormal columns) and ``lambda`` (r, signed, largest magnitude first)
+    with ``U diag(lambda) U^T`` a rank-r approximation of a symmetric (possibly indefinite)
+    matrix A from its single-pass sketch ``Y = A Omega`` (Halko, Martinsson & Tropp 2011,
+    section 5.5): ``B`` = the top r left singular vectors of Y (a basis of A's dominant range),
+    the core ``C`` solving ``C (B^T Omega) = B^T Y`` in least squares (r < s equations per
+    column, so the solve is well conditioned), symmetrised, and its eigendecomposition
+    ``C = W diag(lambda) W^T``; ``U = B W``.
+
+    Y's SVD goes through its s x s Gram matrix: two V x s x s products and one V x s x r, no
+    V x s factorisation; squaring Y loses only the singular values below ~1e-8 of the largest,
+    far below the kept rank's."""
     norm = float(np.linalg.norm(sketch))
     if norm == 0.0:
         return np.zeros((sketch.shape[0], 0)), np.zeros(0)
-    shift = np.sqrt(sketch.shape[0]) * np.spacing(norm)
-    for _ in range(8):
-        shifted = sketch + shift * omega
-        core = omega.T @ shifted
-        core = (core + core.T) / 2
-        try:
-            upper = np.linalg.cholesky(core).T  # core = upper^T upper
-            break
-        except np.linalg.LinAlgError:  # rounding made the core indefinite: a larger shift
-            shift *= 100.0
-    else:
-        raise np.linalg.LinAlgError("the sketch's core matrix is not positive definite")
-    import scipy.linalg
-
-    # E = shifted upper^{-1} (V x s); its thin SVD through a QR factorisation (V >> s)
-    factor = scipy.linalg.solve_triangular(upper, shifted.T, trans="T", lower=False).T
-    del shifted
-    orthonormal, triangle = np.linalg.qr(factor)
-    del factor
-    left, singular, _ = np.linalg.svd(triangle)
-    rank = min(int(rank), int(np.count_nonzero(singular > singular[0] * 1e-10)))
-    basis = orthonormal @ left[:, :rank]
-    eigenvalues = np.maximum(singular[:rank] ** 2 - shift, 0.0)
+    gram = sketch.T @ sketch
+    cross = sketch.T @ omega  # Y^T Omega
+    values, vectors = np.linalg.eigh((gram + gram.T) / 2)
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    rank = min(int(rank), int(np.count_nonzero(values > values[0] * 1e-12)))
+    singular = np.sqrt(values[:rank])
+    right = vectors[:, :rank]
+    # B = Y right / singular;  B^T Y = singular right^T;  B^T Omega = (right / singular)^T Y^T Omega
+    b_y = singular[:, None] * right.T
+    b_omega = (right / singular).T @ cross
+    core = np.linalg.lstsq(b_omega.T, b_y.T, rcond=None)[0].T  # C b_omega = b_y
+    core = (core + core.T) / 2
+    eigenvalues, rotation = np.linalg.eigh(core)
+    order = np.argsort(-np.abs(eigenvalues), kind="stable")
+    eigenvalues, rotation = eigenvalues[order], rotation[:, order]
+    basis = sketch @ ((right / singular) @ rotation)
     return basis, eigenvalues
 
 
-class NystromView:
+class LowRankView:
     """The reading interface of the refresh over a sketch: off-diagonal entries of ``Q_sum`` from
-    the Nystrom approximation ``U diag(lambda) U^T`` of P, the diagonal exact. Factorised on
-    first use (:func:`nystrom`)."""
+    its low-rank approximation ``U diag(lambda) U^T``, the diagonal exact. Factorised on first
+    use (:func:`low_rank`); shallow copies (``copy.copy``, as the model's active view makes)
+    share the factorisation."""
 
     def __init__(self, sketch, omega, diagonal, word_mass, word_counts, document_frequency, n_docs, rank):
-        self._sketch, self._omega = sketch, omega
         self.diagonal = diagonal
         self.word_mass, self.word_counts = word_mass, word_counts
         self.document_frequency = document_frequency
@@ -450,34 +466,34 @@ class NystromView:
         self.n_words = sketch.shape[0]
         self.rank = rank
         self.half_life, self.decay = None, None
-        self._factors = None
-        self._lock = threading.Lock()
+        self._shared = {"sketch": sketch, "omega": omega, "factors": None, "lock": threading.Lock()}
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state.pop("_lock")
+        state["_shared"] = {k: v for k, v in self._shared.items() if k != "lock"}
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._shared["lock"] = threading.Lock()
 
-    def __copy__(self):
-        out = NystromView.__new__(NystromView)
-        out.__dict__.update(self.__dict__)
-        return out
+    @property
+    def factorised(self) -> bool:
+        return self._shared["factors"] is not None
 
     def factors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``U``, ``lambda`` and the diagonal correction ``diag(Q_sum) - diag(U lambda U^T)``."""
-        with self._lock:
-            if self._factors is None:
-                basis, values = nystrom(self._sketch, self._omega, self.rank)
+        shared = self._shared
+        with shared["lock"]:
+            if shared["factors"] is None:
+                basis, values = low_rank(shared["sketch"], shared["omega"], self.rank)
                 low_rank_diagonal = np.einsum("ij,ij,j->i", basis, basis, values)
-                self._factors = (basis, values, self.diagonal - low_rank_diagonal)
-                self._sketch = self._omega = None  # the view needs the factors only
-            return self._factors
+                shared["factors"] = (basis, values, self.diagonal - low_rank_diagonal)
+                shared["sketch"] = shared["omega"] = None  # the view needs the factors only
+            return shared["factors"]
 
     def rows(self, ids) -> np.ndarray:
+        """Full rows of the approximated ``Q_sum`` (len(ids) x V): O(len(ids) V r)."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         basis, values, correction = self.factors()
         out = (basis[ids] * values) @ basis.T
@@ -498,6 +514,5 @@ class NystromView:
 
     @property
     def nbytes(self) -> int:
-        if self._factors is None:
-            return 0
-        return sum(a.nbytes for a in self._factors)
+        factors = self._shared["factors"]
+        return 0 if factors is None else sum(a.nbytes for a in factors)
