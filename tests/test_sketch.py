@@ -189,6 +189,7 @@ def test_low_rank_view_reconstructs_a_planted_low_rank_matrix(signs):
                        np.ones(V, np.int64), 1, 10)
     ids = np.array([3, 0, 299])
     np.testing.assert_allclose(view.rows(ids), matrix[ids], atol=1e-9 * np.abs(matrix).max())
+    np.testing.assert_allclose(view.block(ids), matrix[np.ix_(ids, ids)], atol=1e-9 * np.abs(matrix).max())
     right = rng.random((V, 4))
     np.testing.assert_allclose(view.matmul(right), matrix @ right, rtol=1e-8)
 
