@@ -284,3 +284,36 @@ def test_auto_chooses_by_vocabulary_size():
     assert isinstance(large.stats, SketchedCooccurrence) and large.stats.sketch_size == 200
     with pytest.raises(ValueError, match="cooccurrence must be one of"):
         ModelConfig(n_topics=5, cooccurrence="dense")
+
+
+def test_full_open_vocabulary_retires_faded_words_in_sketch_mode(tmp_path):
+    """test_drift's retirement scenario with the sketch: the dying topic's words are retired, their
+    slots go to the newborn topic's words, which become anchors as soon as with the exact sums
+    (observed 5,000 documents, 5 half-lives after the switch, for both)."""
+    from streamtopics.drifting import drifting_stream
+
+    stream = drifting_stream(8000, 2500, seed=2)
+    late = {stream.vocabulary[i] for i in stream.anchors[stream.newborn]}
+    dying = {stream.vocabulary[i] for i in stream.anchors[stream.dying]}
+    known = [w for w in stream.vocabulary if w not in late]
+    model = StreamingTopicModel(5, known, anchor_min_df=20, half_life=500, min_prevalence=0.15, batch_size=100,
+                                max_vocabulary=len(known), admit_df=20, vocabulary_sketch_size=50,
+                                cooccurrence="sketch", sketch_size=60)
+    rows = stream.documents
+    anchored, live_anchors = None, set()
+    for d in range(8000):
+        a, b = rows.indptr[d], rows.indptr[d + 1]
+        model.learn_one({stream.vocabulary[i]: float(c) for i, c in zip(rows.indices[a:b], rows.data[a:b])}, key=d)
+        if d >= 999 and (d + 1) % 250 == 0:
+            snapshot = model.refresh()
+            live_anchors |= set(snapshot.anchors) - dying
+            if anchored is None and late & set(snapshot.anchors):
+                anchored = d + 1
+    retired = dict(model.open_vocabulary.retired)
+    assert isinstance(model.stats, SketchedCooccurrence) and model.stats.generations.sum() == len(retired)
+    assert late <= set(model.vocabulary.words) and dying & set(retired)
+    assert not set(retired) & live_anchors
+    assert anchored is not None and anchored <= stream.switch + 6 * 500, anchored
+    restored = StreamingTopicModel.load(model.save(tmp_path / "retire.state"))
+    np.testing.assert_array_equal(restored.stats.generations, model.stats.generations)
+    np.testing.assert_array_equal(restored.stats.omega, model.stats.omega)  # regenerated, slots' new rows too
