@@ -62,7 +62,9 @@ from .forgetting import DecayClock
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
-_DOC_BLOCK = 512  # documents whose z vectors are in cache at once (512 x s float64)
+_DOC_BLOCK = 512
+#: The view's rows sum to the exact ``word_mass`` (LowRankView._row_sum_terms).
+ROW_SUMS = True  # documents whose z vectors are in cache at once (512 x s float64)
 
 
 def default_sketch_size(n_topics: int) -> int:
@@ -488,9 +490,41 @@ class LowRankView:
             if shared["factors"] is None:
                 basis, values = low_rank(shared["sketch"], shared["omega"], self.rank)
                 low_rank_diagonal = np.einsum("ij,ij,j->i", basis, basis, values)
-                shared["factors"] = (basis, values, self.diagonal - low_rank_diagonal)
+                correction = self.diagonal - low_rank_diagonal
+                shared["factors"] = (basis, values, correction)
+                shared["row_sums"] = self._row_sum_terms(basis, values, correction) if ROW_SUMS else None
                 shared["sketch"] = shared["omega"] = None  # the view needs the factors only
             return shared["factors"]
+
+    def _row_sum_terms(self, basis, values, correction):
+        """The symmetric correction ``e p^T + p e^T - (1^T e) p p^T`` off the diagonal, which
+        makes every row sum equal ``word_mass`` (known exactly: ``Q_sum 1 = word_mass``) up to
+        the correction's own diagonal (``2 e_i p_i - (1^T e) p_i^2``, left out so that the
+        diagonal stays exact: 0.3% of the most frequent word's mass, far less for the others):
+        ``e`` is the row sums' shortfall, ``p`` the unigram distribution. A word's missing mass is
+        spread over its partners in proportion to their frequency (the co-occurrence of an
+        uninformative word) instead of leaving its normalised row off the simplex."""
+        mass = np.asarray(self.word_mass, dtype=np.float64)
+        sums = basis @ (values * basis.sum(axis=0)) + correction
+        shortfall = mass - sums
+        total = mass.sum()
+        unigram = mass / total if total > 0 else np.zeros_like(mass)
+        total_shortfall = float(shortfall.sum())
+        return shortfall, unigram, total_shortfall, 2.0 * shortfall * unigram - total_shortfall * unigram ** 2
+
+    def _add_row_sum_terms(self, out, ids, columns) -> None:
+        terms = self._shared.get("row_sums")
+        if terms is None:
+            return
+        shortfall, unigram, total, diagonal = terms
+        p_rows = unigram[ids][:, None]
+        if columns is None:
+            out += shortfall[ids][:, None] * unigram[None, :] + p_rows * (shortfall - total * unigram)[None, :]
+            out[np.arange(ids.size), ids] -= diagonal[ids]
+        else:
+            out += shortfall[ids][:, None] * unigram[columns][None, :] + p_rows * (
+                shortfall[columns] - total * unigram[columns])[None, :]
+            out[np.arange(ids.size), np.arange(ids.size)] -= diagonal[ids]
 
     def rows(self, ids) -> np.ndarray:
         """Full rows of the approximated ``Q_sum`` (len(ids) x V): O(len(ids) V r)."""
@@ -498,6 +532,7 @@ class LowRankView:
         basis, values, correction = self.factors()
         out = (basis[ids] * values) @ basis.T
         out[np.arange(ids.size), ids] += correction[ids]
+        self._add_row_sum_terms(out, ids, None)
         return out
 
     def block(self, ids) -> np.ndarray:
@@ -510,6 +545,7 @@ class LowRankView:
         part = basis[ids]
         out = (part * values) @ part.T
         out[np.arange(ids.size), np.arange(ids.size)] += correction[ids]
+        self._add_row_sum_terms(out, ids, ids)
         return out
 
     def matmul(self, right: np.ndarray, single: bool = False) -> np.ndarray:
@@ -519,6 +555,12 @@ class LowRankView:
         right = np.asarray(right, dtype=np.float64)
         out = basis @ (values[:, None] * (basis.T @ right))
         out += correction[:, None] * right
+        terms = self._shared.get("row_sums")
+        if terms is not None:
+            shortfall, unigram, total, diagonal = terms
+            p_right = unigram @ right
+            out += shortfall[:, None] * p_right[None, :] + unigram[:, None] * (shortfall @ right - total * p_right)[None, :]
+            out -= diagonal[:, None] * right
         return out
 
     def to_dense(self) -> np.ndarray:
