@@ -15,10 +15,12 @@ installed.
 
 ``speed``: NYT-shaped documents (300 tokens, ~200 distinct words, Zipf; ``zipf_batch``), one
 child process per configuration so each peak RSS is its own: the sketch at V = 100,000 and the
-exact sums at V = 15,000, K = 100. Ingest documents/s of the kernel (``stats.update``), median of
-3 passes over the same batches interleaved between the two configurations is not possible across
-processes, so the ratio is of medians measured back to back; then two refreshes (cold, and warm
-after more documents) with their phases, and the peak RSS through all of it.
+exact sums at V = 15,000, K = 100, twice each, alternating. Ingest documents/s of the kernel
+(``stats.update``, median of 3 passes over the same 40,960 documents); the ratio is of the
+medians of the two processes run back to back. Then 16,384 documents through ``learn_many`` (so
+the refinement reservoir fills, as in use), a cold refresh, 4,096 more documents and a warm
+refresh (default settings, refinement included), with their phases; the peak RSS through all of
+it.
 
 ``accuracy``: a Gibbs-truth semi-synthetic stream with a vocabulary above 40,000 words: tomotopy
 LDA (K topics, alpha 0.1, eta 0.01, 300 sweeps) fitted on all of 20 Newsgroups (train and test)
@@ -126,22 +128,73 @@ def speed_child(args) -> dict:
         for batch in batches:
             stats.update(batch)
         passes.append(len(batches) * args.batch / (time.perf_counter() - start))
+    # the refinement reservoir fills only through the model: 8 batches through learn_many
+    # (16,384 documents with the default batch, the default reservoir's size) before the refreshes
+    for batch in batches[:8]:
+        model.learn_many(batch)
     after_ingest = peak_mb()
     start = time.perf_counter()
     model.refresh()
     cold = time.perf_counter() - start
     cold_phases = dict(model.last_refresh)
-    for batch in batches[: max(1, len(batches) // 4)]:
-        stats.update(batch)
+    for batch in batches[8:10]:
+        model.learn_many(batch)
     start = time.perf_counter()
     model.refresh()
     warm = time.perf_counter() - start
-    phases = {k: round(v, 2) for k, v in model.last_refresh.items() if isinstance(v, float) and k.endswith("_s")}
+    phases = {k: round(v, 2) for k, v in model.last_refresh.items()
+              if isinstance(v, float) and (k.endswith("_s") or k.startswith("iterations"))}
     return {"mode": args.mode, "words": args.words, "topics": args.topics, "docs_per_s": passes,
             "docs_per_s_median": float(np.median(passes)), "cold_refresh_s": cold, "warm_refresh_s": warm,
-            "cold_phases": {k: round(v, 2) for k, v in cold_phases.items() if isinstance(v, float) and k.endswith("_s")},
+            "cold_phases": {k: round(v, 2) for k, v in cold_phases.items()
+                            if isinstance(v, (int, float)) and (k.endswith("_s") or k.startswith("iterations"))},
             "warm_phases": phases, "statistics_mb": stats.nbytes / 2**20,
             "baseline_rss_mb": before, "peak_rss_after_ingest_mb": after_ingest, "peak_rss_mb": peak_mb()}
+
+
+def kernels_child(args) -> dict:
+    """Both kernels in one process, passes alternating (the fairest ratio on a shared machine),
+    and the phases of the sketch view at V = 100,000: building Q Omega, the factorisation, the
+    candidates' block (2,000 candidates) through full rows and through ``block``."""
+    from streamtopics.config import ModelConfig
+    from streamtopics.cooccurrence import CooccurrenceStats
+    from streamtopics.rectification import candidate_block
+    from streamtopics.sketch import SketchedCooccurrence
+
+    config = ModelConfig(n_topics=args.topics)
+    sketch = SketchedCooccurrence(100_000, config.resolved_sketch_size(), config.resolved_sketch_rank())
+    exact = CooccurrenceStats(15_000)
+    large = [zipf_batch(args.batch, 100_000, 300, 1.0, seed=1000 + i) for i in range(args.docs // args.batch)]
+    small = [zipf_batch(args.batch, 15_000, 300, 1.0, seed=1000 + i) for i in range(args.docs // args.batch)]
+    sketch.update(large[0])
+    exact.update(small[0])
+    rates = {"sketch": [], "exact": []}
+    for _ in range(3):
+        for name, stats, batches in (("exact", exact, small), ("sketch", sketch, large)):
+            start = time.perf_counter()
+            for batch in batches:
+                stats.update(batch)
+            rates[name].append(len(batches) * args.batch / (time.perf_counter() - start))
+    phases = {"view_s": [], "factorise_s": [], "block_rows_s": [], "block_s": []}
+    candidates = np.arange(2000)
+    for _ in range(3):
+        sketch._view = None
+        start = time.perf_counter()
+        view = sketch.view()
+        phases["view_s"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        view.factors()
+        phases["factorise_s"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        candidate_block(view, candidates)
+        phases["block_rows_s"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        view.block(candidates)
+        phases["block_s"].append(time.perf_counter() - start)
+    ratios = [s / e for s, e in zip(rates["sketch"], rates["exact"])]
+    return {"rates": rates, "ratio_median": float(np.median(ratios)), "ratios": ratios,
+            "phases_median": {k: float(np.median(v)) for k, v in phases.items()}, "phases": phases,
+            "sketch_size": sketch.sketch_size, "rank": sketch.rank}
 
 
 def run_child(command: str, options: list[str]) -> dict:
@@ -152,9 +205,17 @@ def run_child(command: str, options: list[str]) -> dict:
 
 def speed(args) -> None:
     if args.child:
-        print(json.dumps(speed_child(args)))
+        print(json.dumps(kernels_child(args) if args.kernels else speed_child(args)))
         return
     print(machine())
+    kernels = run_child("speed", ["--kernels", "--docs", str(args.docs), "--topics", str(args.topics),
+                                  "--batch", str(args.batch)])
+    print(json.dumps(kernels), flush=True)
+    print(f"one process, passes alternating: sketch V = 100k / exact V = 15k ingest = "
+          f"{[round(r, 2) for r in kernels['ratios']]} (median {kernels['ratio_median']:.2f}); "
+          f"sketch view phases (median of 3, s): {({k: round(v, 2) for k, v in kernels['phases_median'].items()})}")
+    if args.kernels_only:
+        return
     common = ["--docs", str(args.docs), "--topics", str(args.topics), "--batch", str(args.batch)]
     results = []
     for mode, words in (("exact", 15_000), ("sketch", 100_000), ("exact", 15_000), ("sketch", 100_000)):
@@ -284,6 +345,8 @@ def main() -> None:
     fast.add_argument("--words", type=int, default=100_000)
     fast.add_argument("--mode", default="sketch")
     fast.add_argument("--child", action="store_true")
+    fast.add_argument("--kernels", action="store_true", help="(child) both kernels in one process")
+    fast.add_argument("--kernels-only", action="store_true", help="only the one-process kernel comparison")
     good = commands.add_parser("accuracy")
     good.add_argument("--docs", type=int, default=50_000)
     good.add_argument("--topics", type=int, default=20)
