@@ -97,7 +97,7 @@ def memory(args) -> None:
     figure, axis = plt.subplots(figsize=(6, 4))
     axis.loglog(data[:, 0], data[:, 1] / 2**30, "o-", label="exact (packed triangle)")
     axis.loglog(data[:, 0], data[:, 2] / 2**30, "s-", label=f"sketch state (s = {size})")
-    axis.loglog(data[:, 0], data[:, 4] / 2**30, "^--", label=f"sketch at refresh (+ test matrix, r = {rank})")
+    axis.loglog(data[:, 0], data[:, 4] / 2**30, "^--", label=f"sketch at refresh (+ test matrix, Q Omega, U: r = {rank})")
     axis.axvline(20_000, color="grey", lw=0.8, ls=":")
     axis.set_xlabel("vocabulary size V")
     axis.set_ylabel("GiB")
