@@ -2,7 +2,8 @@
 
     python -m benchmarks.large_vocabulary memory [--topics 100] [--plot PATH]
     python -m benchmarks.large_vocabulary speed [--docs 40000] [--topics 100]
-    python -m benchmarks.large_vocabulary accuracy [--docs 50000] [--topics 20] [--cache DIR]
+    python -m benchmarks.large_vocabulary accuracy [--docs 50000] [--topics 20] [--sizes S ...]
+        [--stream-seed 1] [--row-sums] [--skip-exact] [--cache DIR]
 
 ``memory``: bytes of the statistics as a function of V (5k ... 200k) for both modes: the exact
 packed triangle measured where it is allocated here (V <= 15,000) and from its formula above;
@@ -294,8 +295,11 @@ def accuracy_child(args) -> dict:
     from streamtopics import StreamingTopicModel
     from streamtopics.evaluation import matched_l1
 
+    import streamtopics.sketch as sketch_module
+
+    sketch_module.ROW_SUMS = args.row_sums
     truth = large_truth(args.topics, args.cache)
-    documents = draw(truth, args.docs, alpha=0.1, seed=1)
+    documents = draw(truth, args.docs, alpha=0.1, seed=args.stream_seed)
     model = StreamingTopicModel(args.topics, vocabulary=truth.vocabulary, cooccurrence=args.mode,
                                 **({"sketch_size": args.sketch_size} if args.sketch_size else {}))
     start = time.perf_counter()
@@ -306,6 +310,7 @@ def accuracy_child(args) -> dict:
     snapshot = model.refresh()
     seconds = time.perf_counter() - start
     return {"mode": args.mode, "words": len(truth.vocabulary), "topics": args.topics, "docs": args.docs,
+            "stream_seed": args.stream_seed, "row_sums": args.row_sums,
             "sketch_size": getattr(model.stats, "sketch_size", None),
             "matched_l1": float(matched_l1(truth.topic_word, snapshot.topic_word)),
             "ingest_s": ingest, "refresh_s": seconds, "statistics_mb": model.stats.nbytes / 2**20,
@@ -318,17 +323,19 @@ def accuracy(args) -> None:
         return
     print(machine())
     large_truth(args.topics, args.cache)  # fit once, before the children read it
-    common = ["--docs", str(args.docs), "--topics", str(args.topics), "--cache", str(args.cache)]
+    common = ["--docs", str(args.docs), "--topics", str(args.topics), "--cache", str(args.cache),
+              "--stream-seed", str(args.stream_seed), *(["--row-sums"] if args.row_sums else [])]
     results = []
-    for mode, size in [("exact", None), ("sketch", None), *(("sketch", s) for s in args.sizes)]:
+    runs = [("sketch", None), *(("sketch", s) for s in args.sizes)]
+    for mode, size in runs if args.skip_exact else [("exact", None), *runs]:
         results.append(run_child("accuracy", ["--mode", mode, *common, *(["--sketch-size", str(size)] if size else [])]))
         print(json.dumps(results[-1]), flush=True)
-    print(results[0]["truth"])
+    print(results[0]["truth"], f"; stream seed {args.stream_seed}, row sums {'on' if args.row_sums else 'off'}")
     print("| mode | V | K | documents | s | matched L1 | vs exact | refresh (s) | statistics (MB) | peak RSS (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['mode']} | {r['words']:,} | {r['topics']} | {r['docs']:,} | {r['sketch_size'] or '-'} | "
-              f"{r['matched_l1']:.3f} | {r['matched_l1'] / results[0]['matched_l1'] - 1:+.1%} | {r['refresh_s']:.1f} | "
+              f"{r['matched_l1']:.3f} | {'-' if args.skip_exact else format(r['matched_l1'] / results[0]['matched_l1'] - 1, '+.1%')} | {r['refresh_s']:.1f} | "
               f"{r['statistics_mb']:,.0f} | {r['peak_rss_mb']:,.0f} |")
 
 
@@ -354,6 +361,9 @@ def main() -> None:
     good.add_argument("--sketch-size", type=int, default=None)
     good.add_argument("--sizes", type=int, nargs="*", default=[], help="further sketch sizes to compare")
     good.add_argument("--cache", type=Path, default=Path(os.environ.get("QUALITY_CACHE", "/work/quality-cache/quality")))
+    good.add_argument("--stream-seed", type=int, default=1, help="seed of the drawn stream")
+    good.add_argument("--row-sums", action="store_true", help="the view's row-sum correction on (sketch.ROW_SUMS)")
+    good.add_argument("--skip-exact", action="store_true", help="the sketch runs only")
     good.add_argument("--child", action="store_true")
     args = parser.parse_args()
     {"memory": memory, "speed": speed, "accuracy": accuracy}[args.command](args)
