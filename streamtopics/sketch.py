@@ -165,7 +165,8 @@ def _sketch_batch(y, omega, diagonal, linear, word_mass, indptr, indices, counts
 class SketchedCooccurrence:
     """Linear sketch ``Y = P Omega`` of the co-occurrence sums plus their exact O(V) parts, behind
     the interface of :class:`~streamtopics.cooccurrence.CooccurrenceStats` (see the module
-    docstring). ``sketch_size`` s columns, ``rank`` r kept by the view, ``seed`` of Omega.
+    docstring). ``sketch_size`` s columns, ``rank`` r kept by the view (below s; default s / 4),
+    ``seed`` of Omega.
 
     Examples
     --------
@@ -185,7 +186,8 @@ class SketchedCooccurrence:
         self.sketch_size = int(sketch_size)
         if self.sketch_size < 2:
             raise ValueError("sketch_size must be at least 2")
-        self.rank = self.sketch_size if rank is None else min(int(rank), self.sketch_size)
+        # r < s: the view's least-squares core has s equations per r unknowns (r = s / 4 by default)
+        self.rank = max(1, self.sketch_size // 4) if rank is None else max(1, min(int(rank), self.sketch_size - 1))
         self.seed = int(seed)
         self.generations = np.zeros(self.n_words, np.int64)  # a slot's test row changes when its word does
         self.sketch = np.zeros((self.n_words, self.sketch_size))
@@ -359,9 +361,11 @@ class SketchedCooccurrence:
         return self._view
 
     def copy(self) -> "SketchedCooccurrence":
+        """An independent copy (a consistent state that a background refresh reads while
+        ingestion goes on), with its cached test matrix copied too (``clear_word`` rewrites rows
+        of the live one in place)."""
         out = SketchedCooccurrence.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
-        out._omega = self._omega  # read-only between grow/clear_word, which replace rows in place: copy then
-        if out._omega is not None:
+        if self._omega is not None:
             out._omega = self._omega.copy()
         return out
 
