@@ -15,6 +15,11 @@ from .anchors import default_max_candidates, default_min_document_frequency
 from .forgetting import HALF_LIFE_UNITS
 from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
+STATISTICS = ("exact", "sketch", "auto")
+#: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at
+#: 20,000 words) and sketches above it (BENCHMARKS.md, large vocabularies).
+SKETCH_ABOVE_WORDS = 20_000
+
 
 def _setting(default, doc: str):
     return field(default=default, metadata={"doc": doc})
@@ -74,6 +79,11 @@ class ModelConfig:
     max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
     death_grace: int = _setting(2, "Refreshes a topic may stay absent before its death is announced.")
     birth_grace: int = _setting(1, "Refreshes a new topic must last before its birth is announced.")
+    cooccurrence: str = _setting(
+        "auto", f"Co-occurrence statistics: one of {STATISTICS} ('auto': exact up to {SKETCH_ABOVE_WORDS:,} words, "
+        "then a sketch whose memory is linear in V).")
+    sketch_size: int | None = _setting(None, "Columns s of the sketch (None: max(200, 4 n_topics)).")
+    sketch_rank: int | None = _setting(None, "Rank the sketch's low-rank view keeps (None: max(n_topics + 20, s / 4)).")
     burn_in: int = _setting(
         4, "Refreshes after the first that events may wait for a young stream's topics to settle (0: none).")
 
@@ -105,7 +115,9 @@ class ModelConfig:
                      "reservoir_size", "death_grace", "birth_grace", "burn_in", "vocabulary_size", "anchor_rectification",
                      "warmup_documents", "batch_size", "max_text_chars", "seed"):
             setattr(self, name, int(getattr(self, name)))
-        for name in ("window", "n_projections"):
+        if self.cooccurrence not in STATISTICS:
+            raise ValueError(f"cooccurrence must be one of {STATISTICS}")
+        for name in ("window", "n_projections", "sketch_size", "sketch_rank"):
             setattr(self, name, None if getattr(self, name) is None else int(getattr(self, name)))
         for name in ("refresh_in_background", "background_topic"):
             setattr(self, name, bool(getattr(self, name)))
@@ -118,6 +130,10 @@ class ModelConfig:
             self.anchor_stickiness = float(self.anchor_stickiness)
             if self.anchor_stickiness < 0:
                 raise ValueError("anchor_stickiness is a relative margin, at least 0 (or None)")
+        if self.sketch_size is not None and self.sketch_size < 2:
+            raise ValueError("sketch_size is a number of columns, at least 2")
+        if self.sketch_rank is not None and self.sketch_rank < 1:
+            raise ValueError("sketch_rank is at least 1")
         self.max_df = None if self.max_df is None else float(self.max_df)
         self.half_life = None if self.half_life is None else float(self.half_life)
         self.activity_half_life = (None if self.half_life is None
@@ -131,6 +147,25 @@ class ModelConfig:
     def recovers_background(self) -> bool:
         """Whether refreshes recover a background column (RecoverKL recovers the topics alone)."""
         return self.background_topic and self.recovery == "l2"
+
+    def cooccurrence_kind(self, n_words: int) -> str:
+        """``"exact"`` or ``"sketch"`` for a vocabulary of ``n_words`` (an open vocabulary: the
+        most it may grow to)."""
+        if self.cooccurrence != "auto":
+            return self.cooccurrence
+        largest = max(int(n_words), self.max_vocabulary or 0)
+        return "sketch" if largest > SKETCH_ABOVE_WORDS else "exact"
+
+    def resolved_sketch_size(self) -> int:
+        from .sketch import default_sketch_size
+
+        return self.sketch_size or default_sketch_size(self.n_topics)
+
+    def resolved_sketch_rank(self) -> int:
+        from .sketch import default_sketch_rank
+
+        size = self.resolved_sketch_size()
+        return min(size, self.sketch_rank) if self.sketch_rank else default_sketch_rank(self.n_topics, size)
 
     def candidate_limit(self) -> int | None:
         """The cap on candidate anchors in force (``max_anchor_candidates``)."""

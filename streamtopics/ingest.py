@@ -10,6 +10,7 @@ is handed to the ``accepted`` callback, where the model observes drift and sched
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from typing import Any, Callable
 
@@ -24,6 +25,7 @@ from .documents import (
 from .forgetting import DecayedCounter
 from .open_vocabulary import OpenVocabulary
 from .refinement import Reservoir
+from .sketch import SketchedCooccurrence
 from .text import DEFAULT_PATTERN, Tokenizer
 from .text_batch import TextBatchEncoder
 from .trackers import RandomProjectionTracker, n_projections_for_topics
@@ -55,7 +57,7 @@ class Ingest:
         self.accepted = accepted
         self.refreshing = refreshing
         self.vocabulary: Vocabulary | None = None
-        self.stats: CooccurrenceStats | None = None
+        self.stats: CooccurrenceStats | SketchedCooccurrence | None = None
         self.tracker: RandomProjectionTracker | None = None
         self.activity: DecayedCounter | None = None
         self.window: DocumentWindow | None = None
@@ -263,7 +265,7 @@ class Ingest:
             return 0
         return self.stats.n_docs + len(self.pending)
 
-    def statistics(self) -> CooccurrenceStats:
+    def statistics(self) -> CooccurrenceStats | SketchedCooccurrence:
         """The co-occurrence sums with every buffered document included."""
         if self.vocabulary is None:
             self.freeze_vocabulary()
@@ -280,7 +282,11 @@ class Ingest:
                 (self.tracker.seed, self.tracker.n_projections) != (other.tracker.seed, other.tracker.n_projections))):
             raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "
                              "n_projections, seed) or neither does")
-        self.statistics().merge(other.statistics())
+        mine, theirs = self.statistics(), other.statistics()
+        if type(mine) is not type(theirs):
+            raise ValueError("models can only be merged when both keep the same kind of statistics "
+                             "(cooccurrence='exact' or 'sketch')")
+        mine.merge(theirs)
         if self.activity is not None:
             self.activity.merge(other.activity)
         if self.tracker is not None:
@@ -297,8 +303,7 @@ class Ingest:
         recently active (see ``activity_half_life``), so they cannot be anchor candidates. With a
         sliding window: the view whose ``n_docs`` is the documents in the window."""
         if self.window is not None:
-            out = CooccurrenceStats.__new__(CooccurrenceStats)
-            out.__dict__.update(view.__dict__)
+            out = copy.copy(view)  # the same kind of view (exact sums or a sketch's), shallow
             out.n_docs = len(self.window)
             return out
         if activity is None:
@@ -309,8 +314,7 @@ class Ingest:
         # active: recent frequency passes the (rescaled) threshold and is at least a quarter of
         # the word's long-run frequency (a fading word is out ~2 activity half-lives after it stops)
         active = (recent >= threshold) & (recent >= FADING_RATIO * scale * df)
-        out = CooccurrenceStats.__new__(CooccurrenceStats)
-        out.__dict__.update(view.__dict__)
+        out = copy.copy(view)
         out.document_frequency = np.where(active, df, 0.0)
         return out
 
@@ -329,7 +333,13 @@ class Ingest:
         if len(vocabulary) < config.n_topics:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {config.n_topics} topics")
         self.vocabulary = vocabulary
-        self.stats = CooccurrenceStats(len(vocabulary), half_life=config.half_life, half_life_unit=config.half_life_unit)
+        if config.cooccurrence_kind(len(vocabulary)) == "sketch":
+            self.stats = SketchedCooccurrence(len(vocabulary), config.resolved_sketch_size(),
+                                              config.resolved_sketch_rank(), seed=config.seed,
+                                              half_life=config.half_life, half_life_unit=config.half_life_unit)
+        else:
+            self.stats = CooccurrenceStats(len(vocabulary), half_life=config.half_life,
+                                           half_life_unit=config.half_life_unit)
         if config.window is not None:
             self.window = DocumentWindow(config.window)
         if config.half_life is not None:

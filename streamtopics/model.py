@@ -29,6 +29,7 @@ from .lineage import Lineage, RefreshState
 from .persistence import load_model, save_model
 from .policy import DriftMonitor, RefreshPolicy
 from .refresh import NotEnoughCandidatesError
+from .sketch import SketchedCooccurrence
 from .snapshot import TopicSnapshot
 from .text import Tokenizer
 from .vocabulary import Vocabulary
@@ -118,6 +119,13 @@ class StreamingTopicModel:
         Sliding window (issue 4): the sums cover only the last ``window`` documents, each
         subtracted when it leaves (:mod:`~streamtopics.window`; keeps those documents, so memory
         grows with W). Not with ``half_life``.
+    cooccurrence, sketch_size, sketch_rank
+        The co-occurrence statistics: ``"exact"`` (the packed V x V sums, V(V+1)/2 float64),
+        ``"sketch"`` (a linear sketch whose memory grows linearly in V, read through a rank
+        ``sketch_rank`` view at refresh: :mod:`~streamtopics.sketch`) or ``"auto"`` (default:
+        exact up to 20,000 words, the sketch above; an open vocabulary counts its
+        ``max_vocabulary``). ``sketch_size`` columns (default ``max(200, 4 n_topics)``). Models
+        merge only with models of the same kind, seed and sketch size.
     activity_half_life
         With forgetting, only words whose document frequency decayed with this shorter
         half-life (same unit; default ``half_life / 8``) passes the candidate threshold, rescaled, can be
@@ -276,8 +284,9 @@ class StreamingTopicModel:
     def _refreshing(self) -> bool:
         return self._pending_refresh is not None and not self._pending_refresh.done()
 
-    def statistics(self) -> CooccurrenceStats:
-        """The co-occurrence sums with every buffered document included."""
+    def statistics(self) -> CooccurrenceStats | SketchedCooccurrence:
+        """The co-occurrence statistics (exact sums or their sketch, see ``cooccurrence``) with
+        every buffered document included."""
         return self.ingest.statistics()
 
     def merge(self, other: "StreamingTopicModel") -> "StreamingTopicModel":

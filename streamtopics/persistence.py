@@ -21,6 +21,7 @@ from .describe import DocumentExcerpts
 from .forgetting import DecayedCounter
 from .history import TopicHistory
 from .open_vocabulary import OpenVocabulary
+from .sketch import SketchedCooccurrence
 from .snapshot import TopicSnapshot
 from .state import CorruptStateError, read_state, write_state
 from .text import Tokenizer
@@ -112,7 +113,8 @@ def _rebuild(cls, path, arrays: dict, meta: dict, on_reject):
 
     if meta["vocabulary"] is not None:
         ingest.vocabulary = Vocabulary(meta["vocabulary"])
-        ingest.stats = CooccurrenceStats.from_state_dict(part("stats"))
+        kind = SketchedCooccurrence if "stats.kind" in arrays else CooccurrenceStats  # exact files have no kind
+        ingest.stats = kind.from_state_dict(part("stats"))
         if model.config.anchor_method != "fastanchors":
             if not part("tracker"):
                 raise CorruptStateError(f"{path}: no tracker saved for anchor_method {model.config.anchor_method!r}")
