@@ -81,14 +81,30 @@ def test_partial_warm_started_e_steps_keep_kl_tem_monotone():
 
 def test_refinement_stops_once_the_heldout_score_has_peaked_and_keeps_the_best():
     _, docs, rough = _corpus()
-    full = refine_topics(rough, docs, iterations=12, patience=12)
+    full = refine_topics(rough, docs, iterations=12, patience=12, tolerance=np.inf)
     assert len(full.heldout) == 13
     for patience in (1, 2):
-        early = refine_topics(rough, docs, iterations=12, patience=patience)
+        early = refine_topics(rough, docs, iterations=12, patience=patience, tolerance=np.inf)
         trace, best = early.heldout, early.best_iteration
         assert trace == full.heldout[:len(trace)]  # the same iterates, deterministically
         assert trace[best] == max(trace) > trace[0]
         assert len(trace) - 1 - best == patience and max(trace[best + 1:]) < trace[best]  # stopped early
+
+
+def test_a_dip_within_the_tolerance_does_not_stop_the_refinement_and_a_drop_beyond_it_does():
+    _, docs, rough = _corpus()
+    full = refine_topics(rough, docs, iterations=12, patience=12, tolerance=np.inf)
+    trace = full.heldout
+    peak = int(np.argmax(trace[:4]))  # the first peak, then iterates below it
+    below = [trace[peak] - s for s in trace[peak + 1:]]
+    assert below and min(below) > 0, "the fixture's score must fall after its first peak"
+    drop = max(below[:3])
+    # a tolerance above the drop: EM goes on past the dip as with an unbounded tolerance
+    patient = refine_topics(rough, docs, iterations=12, patience=3, tolerance=drop * 2)
+    assert patient.heldout == trace[:len(patient.heldout)] and len(patient.heldout) - 1 == peak + 3
+    # a tolerance below the first iterate's drop: EM stops right there
+    strict = refine_topics(rough, docs, iterations=12, patience=3, tolerance=below[0] / 2)
+    assert len(strict.heldout) - 1 == peak + 1 and strict.best_iteration == peak
 
 
 def _reference_completion(observed, held, topics, gamma, alpha):
