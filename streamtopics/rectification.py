@@ -25,6 +25,7 @@ from .cooccurrence import CooccurrenceStats
 OVERSAMPLING = 10  # extra subspace columns: the K-th eigenvector converges as fast as the rest
 FIRST_POWER_STEPS = 6  # subspace iteration steps from the random start
 POWER_STEPS = 2  # steps per later projection, warm from the previous one
+SINGLE = True  # the block's products and projections in float32 (rectify): see BENCHMARKS.md, "A faster warm refresh"
 
 
 def candidate_block(view, candidates: np.ndarray, chunk: int = 512) -> np.ndarray:
@@ -68,10 +69,12 @@ def _packed_block(packed, n_words, ids):
     return out
 
 
-def rectify(block: np.ndarray, rank: int, iterations: int, seed: int = 0) -> np.ndarray:
+def rectify(block: np.ndarray, rank: int, iterations: int, seed: int = 0, single: bool | None = None) -> np.ndarray:
     """``iterations`` rounds of alternating projection of ``block`` (scaled to sum to one) onto
     the rank-``rank`` PSD, sum-one and non-negative matrices; returns the last iterate
-    (non-negative, summing to one up to the last clip).
+    (non-negative, summing to one up to the last clip). ``single`` (default :data:`SINGLE`): the
+    products with the block and the block's projections in float32 (the scaling, the small
+    orthonormalisations and eigenproblems stay float64), returned as float64.
 
     Examples
     --------
@@ -93,21 +96,24 @@ def rectify(block: np.ndarray, rank: int, iterations: int, seed: int = 0) -> np.
     if iterations <= 0 or total <= 0:
         return matrix
     matrix /= total
+    single = SINGLE if single is None else single
+    dtype = np.float32 if single else np.float64
+    matrix = matrix.astype(dtype, copy=False)
     n = matrix.shape[0]
     rank = min(rank, n)
     width = min(n, rank + OVERSAMPLING)
-    basis = _orthonormal(np.random.default_rng(seed).standard_normal((n, width)))
+    basis = _orthonormal(np.random.default_rng(seed).standard_normal((n, width))).astype(dtype)
     for step in range(iterations):
         for _ in range(FIRST_POWER_STEPS if step == 0 else POWER_STEPS):
-            basis = _orthonormal(matrix @ basis)
-        values, vectors = np.linalg.eigh(basis.T @ matrix @ basis)  # Rayleigh-Ritz, ascending
+            basis = _orthonormal((matrix @ basis).astype(np.float64)).astype(dtype)
+        values, vectors = np.linalg.eigh((basis.T @ matrix @ basis).astype(np.float64))  # Rayleigh-Ritz, ascending
         order = np.argsort(values)[::-1]
-        basis = basis @ vectors[:, order]
-        top, values = basis[:, :rank], np.maximum(values[order[:rank]], 0.0)
+        basis = basis @ vectors[:, order].astype(dtype)
+        top, values = basis[:, :rank], np.maximum(values[order[:rank]], 0.0).astype(dtype)
         matrix = (top * values) @ top.T                       # rank-K PSD
-        matrix += (1.0 - matrix.sum()) / (n * n)              # entries sum to one
+        matrix += dtype((1.0 - matrix.sum(dtype=np.float64)) / (n * n))  # entries sum to one
         np.maximum(matrix, 0.0, out=matrix)                   # non-negative
-    return matrix
+    return matrix.astype(np.float64, copy=False)
 
 
 def _orthonormal(columns: np.ndarray) -> np.ndarray:
