@@ -39,8 +39,8 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
     for p in range(n):
         weights[p] = counts[p] / total
     rows = np.empty((k, n), topic_word.dtype)
-    for p in range(n):
-        for a in range(k):
+    for a in range(k):  # topic by topic: the n rows' cache lines stay in L1 for 8-16 topics
+        for p in range(n):
             rows[a, p] = topic_word[indices[p], a] + 1e-12
     g = np.empty(k, topic_word.dtype)
     for a in range(k):
