@@ -284,8 +284,12 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     t0 = time.perf_counter()
     mass = view.word_mass
     safe_mass = np.where(mass > 0, mass, 1.0)
+    anchor_block = None
     if anchor_groups is None:
-        anchor_rows = _normalised_rows(view, anchors)
+        raw = np.array(view.rows(anchors), dtype=np.float64)
+        mass_s = view.word_mass[anchors]
+        anchor_rows = raw / np.where(mass_s > 0, mass_s, 1.0)[:, None]  # as _normalised_rows divides
+        anchor_block = raw[:, anchors]  # for the covariance below: one gather of the anchors' rows
     else:
         if len(anchor_groups) != len(anchors):
             raise ValueError(f"{len(anchor_groups)} anchor groups for {len(anchors)} anchors")
@@ -341,7 +345,9 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
         common = coefficients[:, k] * word_probability
         share = float(common.sum())
         common = common / share if share > 0 else np.full(view.n_words, 1.0 / view.n_words)
-    anchor_block = view.rows(anchors)[:, anchors] / max(view.n_docs, 1)
+    if anchor_block is None:
+        anchor_block = view.rows(anchors)[:, anchors]
+    anchor_block = anchor_block / max(view.n_docs, 1)
     covariance = topic_covariance(topics.topic_word, anchors, anchor_block)
     alpha = dirichlet_alpha(topics.prevalence, covariance)
     timings["recovery"] = time.perf_counter() - t0
