@@ -26,7 +26,9 @@ from .cooccurrence import CooccurrenceStats
 OVERSAMPLING = 10  # extra subspace columns: the K-th eigenvector converges as fast as the rest
 FIRST_POWER_STEPS = 6  # subspace iteration steps from the random start
 POWER_STEPS = 2  # steps per later projection, warm from the previous one
-SINGLE = True  # the block's products and projections in float32 (rectify): see BENCHMARKS.md, "A faster warm refresh"
+SINGLE = False  # the block's products and projections in float32 (rectify): 1.8 times as fast alone, the same anchors;
+# off: in the whole refresh on the shared machine every later phase then ran 2-3 times slower (3 runs of 3, cause not
+# found; BENCHMARKS.md, "A faster warm refresh")
 
 
 def candidate_block(view, candidates: np.ndarray, chunk: int = 512) -> np.ndarray:
