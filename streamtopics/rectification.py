@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
-from scipy.linalg import solve_triangular
 
 from .cooccurrence import CooccurrenceStats
 
@@ -126,7 +125,7 @@ def _orthonormal(columns: np.ndarray) -> np.ndarray:
     try:
         for _ in range(2):
             factor = np.linalg.cholesky(columns.T @ columns)
-            columns = solve_triangular(factor, columns.T, lower=True, check_finite=False).T  # no LU of the factor
+            columns = np.linalg.solve(factor, columns.T).T
         return columns
     except np.linalg.LinAlgError:
         return np.linalg.qr(columns)[0]
