@@ -25,9 +25,10 @@ from .cooccurrence import CooccurrenceStats
 OVERSAMPLING = 10  # extra subspace columns: the K-th eigenvector converges as fast as the rest
 FIRST_POWER_STEPS = 6  # subspace iteration steps from the random start
 POWER_STEPS = 2  # steps per later projection, warm from the previous one
-SINGLE = False  # the block's products and projections in float32 (rectify): 1.8 times as fast alone, the same anchors;
-# off: in the whole refresh on the shared machine every later phase then ran 2-3 times slower (3 runs of 3, cause not
-# found; BENCHMARKS.md, "A faster warm refresh")
+SINGLE = True  # the block's products and projections in float32 (rectify): 1.8 times as fast, the same anchors.
+# Keep the small solves on numpy's LAPACK: scipy.linalg.solve_triangular here (scipy's own OpenBLAS and its thread pool
+# next to numpy's) doubled the anchors phase of the warm refresh on 2 cores and made later phases 2-3 times slower
+# under load (BENCHMARKS.md, "A faster warm refresh")
 
 
 def candidate_block(view, candidates: np.ndarray, chunk: int = 512) -> np.ndarray:
