@@ -39,6 +39,8 @@ REPRESENTATIVES = 3  # documents shown per topic
 DOCUMENT_WORDS = 10  # words shown of a representative document (its most frequent)
 MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly it)
 POOL = 2000  # kept documents ranked for representatives (evenly spaced over the reservoir)
+SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
+# to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (BENCHMARKS.md)
 
 
 def excerpt_of(document) -> str | None:
@@ -153,7 +155,7 @@ def representative_documents(snapshot, batch: DocumentBatch, excerpts: DocumentE
         batch = batch.select(np.arange(0, len(batch), -(-len(batch) // pool)))
     batch = _known(batch, snapshot.topic_word.shape[0])
     columns, prior = snapshot.mixture_components()
-    weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES))
+    weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES, single=SINGLE))
     lengths = batch.token_counts()
     vocabulary = snapshot.vocabulary
     out = {}

@@ -39,8 +39,12 @@ def noisy_cooccurrence(n_words=80, rank=5, noise=3e-5, seed=0):
 def test_rectify_equals_alternating_projections_with_exact_eigendecompositions():
     clean, noisy = noisy_cooccurrence()
     for iterations in (1, 5, 20):
-        ours, reference = rectify(noisy, 5, iterations), reference_rectify(noisy, 5, iterations)
+        reference = reference_rectify(noisy, 5, iterations)
+        ours = rectify(noisy, 5, iterations, single=False)
         assert np.abs(ours - reference).sum() < 1e-8 * np.abs(reference).sum()
+        # the default's float32 products: float32 rounding, not another iterate
+        single = rectify(noisy, 5, iterations, single=True)
+        assert single.dtype == np.float64 and np.abs(single - reference).sum() < 1e-5 * np.abs(reference).sum()
     assert rectify(noisy, 5, 0) is not noisy and np.allclose(rectify(noisy, 5, 0), noisy)  # 0 steps: as given
     fixed = rectify(noisy * 7.0, 5, 20)  # any scale: the iterate sums to one
     assert fixed.min() >= 0 and abs(fixed.sum() - 1) < 1e-3
@@ -57,6 +61,10 @@ def test_the_candidate_block_and_its_rows_come_from_the_sums():
     q = sum((np.outer(d, d) - np.diag(d)) / (n * (n - 1)) for d, n in zip(counts, lengths) if n >= 2)
     ids = np.array([3, 17, 42, 299, 0])
     assert np.allclose(candidate_block(model.statistics(), ids, chunk=2), q[np.ix_(ids, ids)], rtol=1e-12, atol=1e-15)
+    # read from the packed triangle, the block is the full rows' cells bit for bit, in any order of ids
+    stats = model.statistics()
+    for order in (ids, np.sort(ids), ids[::-1]):
+        assert np.array_equal(candidate_block(stats, order), stats.rows(order)[:, order])
     rows = rectified_rows(DenseCooccurrence(q), ids, 3, 4)
     expected = reference_rectify(q[np.ix_(ids, ids)], 3, 4)
     assert np.allclose(rows, expected / expected.sum(axis=1, keepdims=True), atol=1e-9)
