@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 _FLOOR = 1e-10  # starting points are mixed with this much uniform mass: EG cannot revive a zero
-LAPACK_FACTOR = 16  # working sets from this size on are factorised from scratch by LAPACK (_schur_solve)
+GATHER_FACTOR = 16  # working sets from this size on are factorised from scratch from their gathered block (_schur_solve)
 
 
 @njit(cache=True, nogil=True, fastmath=True, inline="always")
@@ -42,6 +42,40 @@ def _quadratic(gram, y, c, gc):
     return value
 
 
+@njit(cache=True, nogil=True)
+def _solve_in_place(a, b):
+    """Solves ``a x = b`` by Gaussian elimination with partial pivoting, leaving x in ``b`` (``a``
+    is overwritten); False when a pivot is not positive in magnitude (singular, or NaN). Not
+    np.linalg.solve: its exception on a singular matrix, caught inside a compiled function,
+    leaks the arrays alive at the raise."""
+    n = b.size
+    for col in range(n):
+        pivot = col
+        largest = abs(a[col, col])
+        for r in range(col + 1, n):
+            if abs(a[r, col]) > largest:
+                largest = abs(a[r, col])
+                pivot = r
+        if not largest > 0.0:
+            return False
+        if pivot != col:
+            for q in range(col, n):
+                a[col, q], a[pivot, q] = a[pivot, q], a[col, q]
+            b[col], b[pivot] = b[pivot], b[col]
+        for r in range(col + 1, n):
+            f = a[r, col] / a[col, col]
+            if f != 0.0:
+                for q in range(col + 1, n):
+                    a[r, q] -= f * a[col, q]
+                b[r] -= f * b[col]
+    for r in range(n - 1, -1, -1):
+        s = b[r]
+        for q in range(r + 1, n):
+            s -= a[r, q] * b[q]
+        b[r] = s / a[r, r]
+    return True
+
+
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _schur_solve(gram, y, members, m, factor, valid, work, z):
     """``G_SS z + mu/2 1 = y_S, sum(z) = 1`` for the working set ``S = members[:m]`` through
@@ -49,24 +83,27 @@ def _schur_solve(gram, y, members, m, factor, valid, work, z):
     with G_SS a = y_S and G_SS b = 1. Rows ``0..valid-1`` of ``factor`` already hold L's rows
     for these leading members (a working set that only grew keeps them): only the others are
     computed. Writes z[:m] (z[m] = mu); False when G_SS is not numerically positive definite."""
-    if valid == 0 and m >= LAPACK_FACTOR:
-        # from scratch: LAPACK's blocked factorisation of the gathered block (the loop below
-        # gathers every entry through two indirections and runs short dot products: about 5
-        # times slower at m = 57); the same pivot test
+    if valid == 0 and m >= GATHER_FACTOR:
+        # from scratch: factorise the gathered block (the loop below reads every entry through
+        # two indirections). Not np.linalg.cholesky: it raises on a block that is not positive
+        # definite, and an exception caught inside a compiled function leaks the arrays alive at
+        # the raise (GBs over a V = 100,000 refresh); the pivot test is the loop's.
         block = np.empty((m, m))
         for r in range(m):
             row = gram[members[r]]
             for q in range(m):
                 block[r, q] = row[members[q]]
-        try:
-            lower = np.linalg.cholesky(block)
-        except Exception:
-            return False
         for r in range(m):
-            if not lower[r, r] * lower[r, r] > 1e-14 * block[r, r]:
-                return False
             for q in range(r + 1):
-                factor[r, q] = lower[r, q]
+                s = block[r, q]
+                for t in range(q):
+                    s -= factor[r, t] * factor[q, t]
+                if r == q:
+                    if s <= 1e-14 * block[r, r]:
+                        return False
+                    factor[r, r] = np.sqrt(s)
+                else:
+                    factor[r, q] = s / factor[q, q]
         valid = m
     for r in range(valid, m):
         row = gram[members[r]]
@@ -174,10 +211,9 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
                 system[m, r] = 1.0
                 rhs[r] = y[members[r]]
             rhs[m] = 1.0
-            try:
-                z[: m + 1] = np.linalg.solve(system, rhs)
-            except Exception:
+            if not _solve_in_place(system, rhs):
                 return np.inf
+            z[: m + 1] = rhs
         else:
             valid = m
         if z[:m].min() > 0.0:
