@@ -3,6 +3,7 @@ cost as the number of partial states grows; a projection for 8 and 32 workers fr
 
     python -m benchmarks.scale_out                       # both parts (starts a local Kafka broker)
     python -m benchmarks.scale_out --part merge --words 15000 --topics 100 --partials 1 2 4 8
+    python -m benchmarks.scale_out --part merge --words 100000 --topics 100 --per-worker-rate 8000  # sketched
     python -m benchmarks.scale_out --part throughput --docs 8000
 
 Throughput: 20newsgroups posts produced to a 4-partition topic first; N worker processes
@@ -44,10 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # --------------------------------------------------------------------------- merge + refresh
 
 
-def merge_costs(words: int, topics: int, docs: int, partials: list[int], workdir: Path) -> list[dict]:
+def merge_costs(words: int, topics: int, docs: int, partials: list[int], workdir: Path,
+                cooccurrence: str = "auto") -> list[dict]:
     truth = separable_topics(words, topics, anchor_mass=0.05, seed=1)
     matrix, _ = semi_synthetic(truth.topic_word, docs, alpha=0.1, doc_length=300, seed=2)
-    model = StreamingTopicModel(topics, vocabulary=[f"w{i}" for i in range(words)])
+    model = StreamingTopicModel(topics, vocabulary=[f"w{i}" for i in range(words)], cooccurrence=cooccurrence)
     model.learn_many(matrix)
     source = workdir / "source"
     with CheckpointStore(source) as store:
@@ -149,6 +151,8 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--merge-docs", type=int, default=5000, help="Documents in the synthetic partial state.")
     parser.add_argument("--partials", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--cooccurrence", choices=("auto", "exact", "sketch"), default="auto",
+                        help="Statistics of the partial states (auto: sketched above 20,000 words).")
     parser.add_argument("--docs", type=int, default=8000, help="20newsgroups posts for the throughput part.")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--throughput-words", type=int, default=2000)
@@ -173,11 +177,11 @@ def main() -> None:
                     print(f"| {n} | {r['documents']} | {r['seconds']:.1f} | {r['docs_per_s']:.0f} | "
                           f"{r['startup_s']:.1f} |", flush=True)
         if args.part in ("all", "merge"):
-            print(f"\nMerge + refresh: V = {args.words}, K = {args.topics}, partial states of {args.merge_docs} "
-                  f"documents (page cache), cold refresh\n")
+            print(f"\nMerge + refresh: V = {args.words}, K = {args.topics}, cooccurrence={args.cooccurrence}, partial "
+                  f"states of {args.merge_docs} documents (page cache), cold refresh\n")
             print("| partial states | MB each | load+merge s | per state s | refresh s | total s |")
             print("|---|---|---|---|---|---|")
-            costs = merge_costs(args.words, args.topics, args.merge_docs, args.partials, workdir)
+            costs = merge_costs(args.words, args.topics, args.merge_docs, args.partials, workdir, args.cooccurrence)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if not rates and args.per_worker_rate:
