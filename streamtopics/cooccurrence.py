@@ -132,31 +132,23 @@ def _upper_rows(q, n_words, r0, r1, upper):
             upper[i - r0, j - r0] = q[start + j]
 
 
-class CooccurrenceStats:
-    """Exact, mergeable running co-occurrence sums over a fixed vocabulary of ``n_words``.
+class RunningSums:
+    """What the exact sums and the large-vocabulary sketch (:mod:`~streamtopics.sketch`) share:
+    the per-word sums beside the pair statistics, documents in and out (sliding window), and
+    lazy exponential forgetting. A subclass keeps its pair statistics and says how a batch goes
+    into them (``_accumulate``, with per-document weights) and which arrays forgetting scales
+    (``_arrays``)."""
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from streamtopics.documents import DocumentBatch
-    >>> stats = CooccurrenceStats(3)
-    >>> batch = DocumentBatch(np.array([0, 2]), np.array([0, 2], np.int32),
-    ...                       np.array([1.0, 2.0]), np.array([7], np.uint64))
-    >>> stats.update(batch)
-    >>> stats.to_dense().round(3).tolist()
-    [[0.0, 0.0, 0.333], [0.0, 0.0, 0.0], [0.333, 0.0, 0.333]]
-    >>> float(stats.to_dense().sum()), stats.n_docs
-    (1.0, 1)
-    """
+    n_words: int
+    half_life: float | None
+    decay: DecayClock | None
 
-    def __init__(self, n_words: int, half_life: float | None = None, half_life_unit: str = "documents"):
-        self.n_words = int(n_words)
-        self.packed = np.zeros(self.n_words * (self.n_words + 1) // 2)
+    def _start_per_word_sums(self, half_life: float | None, half_life_unit: str) -> None:
         self.word_mass = np.zeros(self.n_words)  # row sums of Q_sum: sum_d H_d[w] / n_d
         self.word_counts = np.zeros(self.n_words)  # sum_d H_d[w]
         self.n_docs = 0  # M: documents that contributed (n_d >= 2)
         self.half_life = None
-        self.decay: DecayClock | None = None
+        self.decay = None
         if half_life is None:
             self.document_frequency = np.zeros(self.n_words, np.int64)
         else:
@@ -172,7 +164,6 @@ class CooccurrenceStats:
     # done by refresh, which costs far more anyway). Document frequencies become decayed (float)
     # document frequencies and ``effective_documents`` (the sum of the weights, tending to
     # h / ln 2 documents) replaces M for readers.
-
     def _start_forgetting(self, decay: DecayClock) -> None:
         self.decay = decay
         self.half_life = decay.half_life
@@ -191,7 +182,7 @@ class CooccurrenceStats:
         return self._weight_sum * self.decay.scale()
 
     def _rescale(self, factor: float) -> None:
-        for array in (self.packed, self.word_mass, self.word_counts, self.document_frequency):
+        for array in self._arrays():
             array *= factor
         self._weight_sum *= factor
 
@@ -200,34 +191,6 @@ class CooccurrenceStats:
         decayed sums (scale 1). A no-op without forgetting."""
         if self.decay is not None:
             self.decay.settle(self._rescale)
-
-    def view(self) -> "CooccurrenceStats":
-        """The sums as readers (anchor search, recovery) must see them: ``self`` without
-        forgetting; with it, the settled sums (shared, not copied) whose ``n_docs`` is the
-        effective number of documents."""
-        if self.half_life is None:
-            return self
-        self.settle()
-        out = CooccurrenceStats.__new__(CooccurrenceStats)
-        out.n_words, out.half_life, out.decay = self.n_words, None, None
-        out.packed, out.word_mass, out.word_counts = self.packed, self.word_mass, self.word_counts
-        out.document_frequency = self.document_frequency
-        out.n_docs = self._weight_sum
-        return out
-
-    def copy(self) -> "CooccurrenceStats":
-        """An independent copy (one memcpy of the packed triangle): a consistent view of the sums
-        that a refresh in another thread can read while ingestion goes on."""
-        return CooccurrenceStats.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
-
-    def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
-        """Run the ingest kernel over one batch with per-document weights."""
-        order, group_starts = group_entries_by_word(batch.indices, self.n_words)
-        n_chunks = max(64, 4 * numba.get_num_threads())
-        _accumulate_batch(
-            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
-            batch.counts, order, group_starts, n_chunks, weights,
-        )
 
     def _update_forgetting(self, batch: DocumentBatch, stream_times) -> None:
         weights = self.decay.weights(self.decay.times(len(batch), stream_times), self._rescale)
@@ -260,6 +223,74 @@ class CooccurrenceStats:
         self.document_frequency += np.bincount(batch.indices, minlength=self.n_words)
         self.n_docs += len(batch)
 
+    def subtract(self, batch: DocumentBatch) -> None:
+        """Remove documents added before (a sliding window's leaving documents): the same kernel
+        with weight -1. Exact sums only (no forgetting); ``n_docs`` keeps counting arrivals."""
+        if self.half_life is not None:
+            raise ValueError("a sliding window and forgetting do not combine")
+        kept = batch.lengths >= 2.0
+        if not kept.all():
+            batch = batch.select(np.flatnonzero(kept))
+        if len(batch) == 0:
+            return
+        self._accumulate(batch, np.full(len(batch), -1.0))
+        self.word_counts -= np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
+        self.document_frequency -= np.bincount(batch.indices, minlength=self.n_words)
+
+
+class CooccurrenceStats(RunningSums):
+    """Exact, mergeable running co-occurrence sums over a fixed vocabulary of ``n_words``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamtopics.documents import DocumentBatch
+    >>> stats = CooccurrenceStats(3)
+    >>> batch = DocumentBatch(np.array([0, 2]), np.array([0, 2], np.int32),
+    ...                       np.array([1.0, 2.0]), np.array([7], np.uint64))
+    >>> stats.update(batch)
+    >>> stats.to_dense().round(3).tolist()
+    [[0.0, 0.0, 0.333], [0.0, 0.0, 0.0], [0.333, 0.0, 0.333]]
+    >>> float(stats.to_dense().sum()), stats.n_docs
+    (1.0, 1)
+    """
+
+    def __init__(self, n_words: int, half_life: float | None = None, half_life_unit: str = "documents"):
+        self.n_words = int(n_words)
+        self.packed = np.zeros(self.n_words * (self.n_words + 1) // 2)
+        self._start_per_word_sums(half_life, half_life_unit)
+
+    def _arrays(self) -> tuple:
+        return (self.packed, self.word_mass, self.word_counts, self.document_frequency)
+
+    def view(self) -> "CooccurrenceStats":
+        """The sums as readers (anchor search, recovery) must see them: ``self`` without
+        forgetting; with it, the settled sums (shared, not copied) whose ``n_docs`` is the
+        effective number of documents."""
+        if self.half_life is None:
+            return self
+        self.settle()
+        out = CooccurrenceStats.__new__(CooccurrenceStats)
+        out.n_words, out.half_life, out.decay = self.n_words, None, None
+        out.packed, out.word_mass, out.word_counts = self.packed, self.word_mass, self.word_counts
+        out.document_frequency = self.document_frequency
+        out.n_docs = self._weight_sum
+        return out
+
+    def copy(self) -> "CooccurrenceStats":
+        """An independent copy (one memcpy of the packed triangle): a consistent view of the sums
+        that a refresh in another thread can read while ingestion goes on."""
+        return CooccurrenceStats.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
+
+    def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
+        """Run the ingest kernel over one batch with per-document weights."""
+        order, group_starts = group_entries_by_word(batch.indices, self.n_words)
+        n_chunks = max(64, 4 * numba.get_num_threads())
+        _accumulate_batch(
+            self.packed, self.word_mass, self.n_words, batch.indptr, batch.indices,
+            batch.counts, order, group_starts, n_chunks, weights,
+        )
+
     def merge(self, other: "CooccurrenceStats") -> "CooccurrenceStats":
         """Add another instance's sums into this one (disjoint sub-streams -> their union)."""
         if other.n_words != self.n_words:
@@ -282,20 +313,6 @@ class CooccurrenceStats:
         self.document_frequency += other.document_frequency
         self.n_docs += other.n_docs
         return self
-
-    def subtract(self, batch: DocumentBatch) -> None:
-        """Remove documents added before (a sliding window's leaving documents): the same kernel
-        with weight -1. Exact sums only (no forgetting); ``n_docs`` keeps counting arrivals."""
-        if self.half_life is not None:
-            raise ValueError("a sliding window and forgetting do not combine")
-        kept = batch.lengths >= 2.0
-        if not kept.all():
-            batch = batch.select(np.flatnonzero(kept))
-        if len(batch) == 0:
-            return
-        self._accumulate(batch, np.full(len(batch), -1.0))
-        self.word_counts -= np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
-        self.document_frequency -= np.bincount(batch.indices, minlength=self.n_words)
 
     def grow(self, n_words: int) -> None:
         """Add zero rows and columns for new words at the end (open vocabulary: a repack of the

@@ -55,7 +55,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .cooccurrence import group_entries_by_word
+from .cooccurrence import RunningSums, group_entries_by_word
 from .documents import DocumentBatch
 from .forgetting import DecayClock
 
@@ -162,7 +162,7 @@ def _sketch_batch(y, omega, diagonal, linear, word_mass, indptr, indices, counts
                     y[w, j] += c * z[d, j]
 
 
-class SketchedCooccurrence:
+class SketchedCooccurrence(RunningSums):
     """Linear sketch ``Y = P Omega`` of the co-occurrence sums plus their exact O(V) parts, behind
     the interface of :class:`~streamtopics.cooccurrence.CooccurrenceStats` (see the module
     docstring). ``sketch_size`` s columns, ``rank`` r kept by the view (below s; default s / 4),
@@ -193,17 +193,9 @@ class SketchedCooccurrence:
         self.sketch = np.zeros((self.n_words, self.sketch_size))
         self.diagonal = np.zeros(self.n_words)  # exact diagonal of Q_sum
         self.linear = np.zeros(self.n_words)  # c: P = Q_sum + diag(c)
-        self.word_mass = np.zeros(self.n_words)
-        self.word_counts = np.zeros(self.n_words)
-        self.n_docs = 0
-        self.half_life = None
-        self.decay: DecayClock | None = None
         self._omega: np.ndarray | None = None
         self._view: LowRankView | None = None  # the last view, while nothing changed since
-        if half_life is None:
-            self.document_frequency = np.zeros(self.n_words, np.int64)
-        else:
-            self._start_forgetting(DecayClock(half_life, half_life_unit))
+        self._start_per_word_sums(half_life, half_life_unit)
 
     # ------------------------------------------------------------------ the test matrix
     @property
@@ -213,35 +205,13 @@ class SketchedCooccurrence:
             self._omega = gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations)
         return self._omega
 
-    # ------------------------------------------------------------------ forgetting (as CooccurrenceStats)
-    def _start_forgetting(self, decay: DecayClock) -> None:
-        self.decay = decay
-        self.half_life = decay.half_life
-        self.document_frequency = np.zeros(self.n_words)
-        self._weight_sum = 0.0
-
-    @property
-    def forgetting(self) -> bool:
-        return self.half_life is not None
-
-    @property
-    def effective_documents(self) -> float:
-        if self.half_life is None:
-            return float(self.n_docs)
-        return self._weight_sum * self.decay.scale()
-
+    # ------------------------------------------------------------------ forgetting (RunningSums)
     def _arrays(self):
         return (self.sketch, self.diagonal, self.linear, self.word_mass, self.word_counts, self.document_frequency)
 
     def _rescale(self, factor: float) -> None:
         self._view = None
-        for array in self._arrays():
-            array *= factor
-        self._weight_sum *= factor
-
-    def settle(self) -> None:
-        if self.decay is not None:
-            self.decay.settle(self._rescale)
+        super()._rescale(factor)
 
     # ------------------------------------------------------------------ documents in
     def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
@@ -254,43 +224,6 @@ class SketchedCooccurrence:
             _sketch_batch(self.sketch, omega, self.diagonal, self.linear, self.word_mass, part.indptr, part.indices,
                           part.counts, order, group_starts, n_chunks,
                           np.ascontiguousarray(weights[start:start + len(part)], dtype=np.float64))
-
-    def update(self, batch: DocumentBatch, stream_times=None) -> None:
-        """Absorb a batch (documents with fewer than 2 tokens are ignored, as by the exact sums)."""
-        if len(batch) == 0:
-            return
-        kept = batch.lengths >= 2.0
-        if not kept.all():
-            batch = batch.select(np.flatnonzero(kept))
-            stream_times = None if stream_times is None else np.asarray(stream_times)[kept]
-            if len(batch) == 0:
-                return
-        if self.half_life is not None:
-            weights = self.decay.weights(self.decay.times(len(batch), stream_times), self._rescale)
-            self._accumulate(batch, weights)
-            entry_weight = np.repeat(weights, np.diff(batch.indptr))
-            self.word_counts += np.bincount(batch.indices, weights=batch.counts * entry_weight, minlength=self.n_words)
-            self.document_frequency += np.bincount(batch.indices, weights=entry_weight, minlength=self.n_words)
-            self._weight_sum += float(weights.sum())
-            self.n_docs += len(batch)
-            return
-        self._accumulate(batch, np.ones(len(batch)))
-        self.word_counts += np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
-        self.document_frequency += np.bincount(batch.indices, minlength=self.n_words)
-        self.n_docs += len(batch)
-
-    def subtract(self, batch: DocumentBatch) -> None:
-        """Remove documents added before (sliding window): weight -1. Not with forgetting."""
-        if self.half_life is not None:
-            raise ValueError("a sliding window and forgetting do not combine")
-        kept = batch.lengths >= 2.0
-        if not kept.all():
-            batch = batch.select(np.flatnonzero(kept))
-        if len(batch) == 0:
-            return
-        self._accumulate(batch, np.full(len(batch), -1.0))
-        self.word_counts -= np.bincount(batch.indices, weights=batch.counts, minlength=self.n_words)
-        self.document_frequency -= np.bincount(batch.indices, minlength=self.n_words)
 
     def merge(self, other: "SketchedCooccurrence") -> "SketchedCooccurrence":
         """Add another sketch of a disjoint sub-stream: same words, seed, size and test rows."""
