@@ -87,8 +87,8 @@ def _prefetch(typingctx, array, index):
                                            wraparound=False, boundscheck=False)
         byte_pointer = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        function = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0")
+        function = cgutils.get_or_insert_function(  # the typed-pointer name: LLVM >= 15 remangles it
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0i8")
         builder.call(function, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])  # read, keep, data
         return context.get_dummy_value()
     return types.void(array, index), codegen
