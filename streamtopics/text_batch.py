@@ -107,10 +107,11 @@ def _fill_table(slots, letters, offsets):
 
 
 @njit(cache=True, nogil=True)
-def _lookup(data, start, end, slots, letters, offsets):
-    """Entry of the lowercased word ``data[start:end]`` in the table, or -1."""
+def _lookup(h, data, start, end, slots, letters, offsets):
+    """Entry of the lowercased word ``data[start:end]``, whose :func:`_hash` is ``h``, in the
+    table, or -1."""
     mask = slots.size - 1
-    s = np.int64(_hash(data, start, end) & np.uint64(mask))
+    s = np.int64(h & np.uint64(mask))
     while slots[s] >= 0:
         e = slots[s]
         a, b = offsets[e], offsets[e + 1]
@@ -142,10 +143,12 @@ def _encode(data, starts, slots, letters, offsets, ids, min_length):
                 p += 1
                 continue
             q = p
+            h = FNV_OFFSET  # _hash(data, p, q), computed while the word is scanned
             while q < end and 97 <= (data[q] | 32) <= 122:
+                h = (h ^ np.uint64(data[q] | 32)) * FNV_PRIME
                 q += 1
             if q - p >= min_length:
-                e = _lookup(data, p, q, slots, letters, offsets)
+                e = _lookup(h, data, p, q, slots, letters, offsets)
                 if e < 0:
                     oov[d] += 1.0
                     tokens[d] += 1

@@ -61,6 +61,37 @@ def test_batch_size_does_not_change_a_bit():
         np.testing.assert_array_equal(absorb(docs, 60, batch_size).packed, one_by_one.packed)
 
 
+def test_sums_are_the_document_order_additions_to_the_bit():
+    """Every cell is the float64 sum of its documents' terms added one by one in document order
+    (the definition the kernel's batching, prefetching and register sums must keep), also with
+    forgetting's per-document weights. Documents are long (more entries than the kernel's
+    prefetch distance) and words repeat across documents so rows see many documents."""
+    rng = np.random.default_rng(7)
+    docs = []
+    for _ in range(60):
+        ids = np.unique(rng.zipf(1.3, 80) % 40).astype(np.int32)
+        docs.append(EncodedDocument(ids, rng.integers(1, 4, ids.size).astype(np.float64)))
+    weights = rng.uniform(0.5, 2.0, len(docs))
+    for weighted in (False, True):
+        q, mass = np.zeros((40, 40)), np.zeros(40)
+        for doc, weight in zip(docs, weights if weighted else np.ones(len(docs))):
+            n = doc.counts.sum()
+            for a, (w, c) in enumerate(zip(doc.ids, doc.counts)):
+                f = weight * c / (n * (n - 1.0))
+                mass[w] += weight * c / n
+                q[w, w] += f * (c - 1.0)
+                for v, cv in zip(doc.ids[a + 1:], doc.counts[a + 1:]):
+                    q[w, v] += f * cv
+        for batch_size in (1, 13, 60):
+            stats = CooccurrenceStats(40)
+            for start in range(0, len(docs), batch_size):
+                part = docs[start:start + batch_size]
+                chunk = DocumentBatch.from_documents(part, [0] * len(part))
+                stats._accumulate(chunk, weights[start:start + len(part)] if weighted else np.ones(len(part)))
+            np.testing.assert_array_equal(np.triu(stats.to_dense()), np.triu(q))
+            np.testing.assert_array_equal(stats.word_mass, mass)
+
+
 def test_order_independent_to_rounding():
     docs = random_documents(200, 60, seed=3)
     shuffled = [docs[i] for i in np.random.default_rng(0).permutation(len(docs))]
