@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
-from scipy.spatial.distance import cdist
+from scipy.spatial.distance import cdist, pdist
 
 from .evaluation import top_word_ids
 
@@ -79,7 +79,7 @@ def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray,
         ids = list(range(next_id, next_id + k))
         return Alignment(ids, births=list(ids), next_id=next_id + k)
     distances = l1_distances(previous, current)
-    separation = l1_distances(previous, previous)[np.triu_indices(previous.shape[1], 1)]
+    separation = pdist(np.ascontiguousarray(previous.T), "cityblock")  # each pair of previous topics once
     limit = match_threshold * (np.median(separation) if separation.size else 2.0)
     pairs = _same_anchor_pairs(previous_anchors, current_anchors)
     free_rows = [r for r in range(previous.shape[1]) if r not in {r for r, _ in pairs}]

@@ -144,8 +144,9 @@ class RefreshState:
             return None
         previous = np.array([vocabulary[w] for w in self.snapshot.anchors])
         mass = stats.word_mass
-        both = np.concatenate([previous, anchors])
-        rows = stats.rows(both) / np.where(mass[both] > 0, mass[both], 1.0)[:, None]
+        # each word's row gathered once: in a warm refresh most anchors are the previous ones
+        words, where = np.unique(np.concatenate([previous, anchors]), return_inverse=True)
+        rows = (stats.rows(words) / np.where(mass[words] > 0, mass[words], 1.0)[:, None])[where]
         mapping = match_columns(rows[: previous.size], rows[previous.size:])
         coefficients = self.coefficients
         extra = int(self.config.recovers_background)  # the background's column stays last
