@@ -69,8 +69,9 @@ class Ingest:
         self.reservoir = self.excerpts = None
         if config.refine_iterations > 0:
             kind = "uniform" if config.half_life is None else "recent"
-            self.reservoir = Reservoir(config.reservoir_size, kind)
-            self.excerpts = DocumentExcerpts(config.reservoir_size, kind)  # the text of the reservoir's documents
+            capacity = config.resolved_reservoir_size()
+            self.reservoir = Reservoir(capacity, kind)
+            self.excerpts = DocumentExcerpts(capacity, kind)  # the text of the reservoir's documents
         self.warmup: list[tuple[dict, Any, float | None, str | None]] = []  # (counts, key, stream time, excerpt)
         self.pending: list[EncodedDocument] = []
         self.pending_keys: list[int] = []

@@ -143,9 +143,12 @@ class StreamingTopicModel:
         on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
         keeping the iterate with the best held-out likelihood (never worse than the recovered
         topics), and Dirichlet alpha's scale chosen by held-out likelihood. Default 30 iterations
-        over 16,000 documents (0: off), chosen on Gibbs-truth streams and real splits (BENCHMARKS.md,
-        topic quality): it is what brings the topics close to a batch Gibbs fit, and about half
-        of a refresh's cost (2.2 of 4.4 s at V = 15,000, K = 100).
+        (0: off) over ``reservoir_size="auto"`` documents: 1,600,000 / K, between 16,000 and
+        50,000 (16,000 at K = 100, 50,000 for K <= 32), a fixed budget of topic-documents, since the
+        refinement's cost grows with both. Chosen on Gibbs-truth streams and real splits
+        (BENCHMARKS.md, topic quality): it is what brings the topics close to a batch Gibbs fit
+        (more documents, closer), and about half of a refresh's cost (2.0 of 3.6 s at V = 15,000,
+        K = 100).
     refine_smoothing
         Pseudo-count added to every word of every topic in the refinement's M-step (default
         0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops

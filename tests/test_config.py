@@ -63,12 +63,26 @@ def test_anchor_topics_takes_the_model_defaults():
     ({"death_grace": -1}, "death_grace is a number of refreshes"),
     ({"anchor_rectification": -1}, "anchor_rectification is a number of projection steps"),
     ({"half_life_unit": "years"}, "half_life_unit must be one of"),
+    ({"reservoir_size": 0}, "reservoir_size is 'auto' or a positive number of documents"),
+    ({"reservoir_size": "large"}, "reservoir_size is 'auto' or a positive number of documents"),
 ])
 def test_an_invalid_setting_raises_with_a_clear_message(settings, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         ModelConfig(**settings)
     with pytest.raises(ValueError):
         StreamingTopicModel(settings.pop("n_topics", 2), **settings)
+
+
+@pytest.mark.parametrize("n_topics, documents", [(1, 50_000), (20, 50_000), (32, 50_000), (50, 32_000),
+                                                 (100, 16_000), (200, 16_000)])
+def test_the_automatic_reservoir_is_a_budget_of_topic_documents(n_topics, documents):
+    """1,600,000 / K documents, between 16,000 and 50,000: the model's reservoir holds that many,
+    and an explicit size is kept as given."""
+    words = [f"w{i}" for i in range(n_topics + 1)]
+    model = StreamingTopicModel(n_topics, vocabulary=words)
+    assert model.get_config()["reservoir_size"] == "auto"
+    assert model.ingest.reservoir.capacity == documents == model.ingest.excerpts.capacity
+    assert StreamingTopicModel(n_topics, vocabulary=words, reservoir_size=1234).ingest.reservoir.capacity == 1234
 
 
 def test_an_unknown_setting_is_refused():

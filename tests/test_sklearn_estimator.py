@@ -86,7 +86,7 @@ def test_partial_fit_learns_in_mini_batches_and_keeps_topic_ids(corpus):
 def test_parameters_clone_and_pipeline(corpus):
     estimator = StreamingTopicsEstimator(n_components=3, anchor_min_df=5, refine_iterations=0)
     assert estimator.get_params() == {"anchor_min_df": 5, "background_topic": True, "n_components": 3,
-                                      "random_state": None, "refine_iterations": 0, "reservoir_size": 16000,  # the model's default
+                                      "random_state": None, "refine_iterations": 0, "reservoir_size": "auto",  # the model's default
                                       "vocabulary": None}
     assert estimator.set_params(n_components=4) is estimator and clone(estimator).n_components == 4
     assert repr(estimator) == "StreamingTopicsEstimator(anchor_min_df=5, n_components=4, refine_iterations=0)"
