@@ -42,13 +42,14 @@ import time
 import uuid
 from pathlib import Path
 
+import kafka
 import numpy as np
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from devtools.kafka_broker import KafkaBroker
 from consumers.checkpoint import CheckpointStore
-from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer, native_kafka_crc
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
@@ -248,11 +249,12 @@ def main(argv=None) -> dict:
             bench.end_to_end()
     results = {"documents": len(messages), "vocabulary": len(vocabulary), "partitions": args.partitions,
                "rounds": args.rounds, "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
-               **bench.best}
+               "kafka_python": kafka.__version__, "native_crc32c": native_kafka_crc(), **bench.best}
 
     print(f"{results['documents']} documents, V = {results['vocabulary']}, {args.partitions} partitions, "
           f"{results['cpus']} CPUs (1-min load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after); "
-          f"best of {args.rounds}")
+          f"best of {args.rounds}; kafka-python {kafka.__version__}, "
+          f"CRC32C {'native' if results['native_crc32c'] else 'in pure Python (crc32c missing: slow)'}")
     print("| path | documents/s | documents per CPU-second |\n|---|---|---|")
     for label, key in [("in-process learn_many", "in_process_docs_per_s"), ("produce (acks=all)", "produce_docs_per_s"),
                        ("consumer-only (pre-filled topic, group join included)", "consumer_only_docs_per_s"),

@@ -486,3 +486,20 @@ def test_damaged_manifest_is_skipped_and_old_checkpoints_pruned(vocabulary, tmp_
         assert store.save(model, {("t", 0): 4}).sequence == 5  # a set-aside sequence is never reused
         with pytest.raises(RuntimeError, match="in use"):
             CheckpointStore(tmp_path)
+
+
+def test_a_consumer_without_native_crc32c_says_so(vocabulary_file, tmp_path, caplog, monkeypatch):
+    import kafka.record.util
+
+    import consumers.kafka_consumer as kafka_consumer
+
+    # the check names the package that kafka-python itself picks up
+    assert kafka_consumer.native_kafka_crc() == (kafka.record.util.crc32c_c is not None)
+    config = ConsumerConfig(bootstrap_servers="127.0.0.1:1", topics=["t"], n_topics=N_TOPICS,
+                            vocabulary=str(vocabulary_file), checkpoint_dir=str(tmp_path / "checkpoints"))
+    for native in (True, False):
+        monkeypatch.setattr(kafka_consumer, "native_kafka_crc", lambda: native)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="streamtopics.consumer"):
+            TopicModelConsumer(dataclasses.replace(config, checkpoint_dir=str(tmp_path / str(native)))).store.close()
+        assert ("crc32c package is missing" in caplog.text) is not native
