@@ -219,6 +219,30 @@ class RunningSums:
         self.document_frequency = np.zeros(self.n_words)
         self._weight_sum = 0.0  # stored (scaled) sum of document weights
 
+    def _per_word_state(self) -> dict:
+        """The per-word sums and the forgetting clock as a state file holds them (the pair
+        statistics are the subclass's)."""
+        state = {"word_mass": self.word_mass, "word_counts": self.word_counts,
+                 "document_frequency": self.document_frequency, "n_docs": np.int64(self.n_docs)}
+        if self.half_life is not None:
+            state.update({"weight_sum": np.float64(self._weight_sum), **self.decay.state_dict()})
+        return state
+
+    def _load_per_word_state(self, state: dict) -> None:
+        """Restore what :meth:`_per_word_state` saved."""
+        self.word_mass = np.array(state["word_mass"], dtype=np.float64)
+        self.word_counts = np.array(state["word_counts"], dtype=np.float64)
+        self.n_docs = int(state["n_docs"])
+        self.half_life = None
+        self.decay = None
+        if "half_life" in state:
+            self._start_forgetting(DecayClock.from_state_dict(
+                {"clock": self.n_docs, **state}))  # files before stream-time half-lives had no clock
+            self.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
+            self._weight_sum = float(state["weight_sum"])
+        else:
+            self.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
+
     @property
     def forgetting(self) -> bool:
         return self.half_life is not None
@@ -431,39 +455,14 @@ class CooccurrenceStats(RunningSums):
         return sum(a.nbytes for a in (self.packed, self.word_mass, self.word_counts, self.document_frequency))
 
     def state_dict(self) -> dict:
-        return {
-            "packed": self.packed,
-            "word_mass": self.word_mass,
-            "word_counts": self.word_counts,
-            "document_frequency": self.document_frequency,
-            "n_docs": np.int64(self.n_docs),
-        } if self.half_life is None else {
-            "packed": self.packed,
-            "word_mass": self.word_mass,
-            "word_counts": self.word_counts,
-            "document_frequency": self.document_frequency,
-            "n_docs": np.int64(self.n_docs),
-            "weight_sum": np.float64(self._weight_sum),
-            **self.decay.state_dict(),
-        }
+        return {"packed": self.packed, **self._per_word_state()}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "CooccurrenceStats":
         stats = cls.__new__(cls)
         stats.n_words = int(state["word_mass"].size)
         stats.packed = np.array(state["packed"], dtype=np.float64)
-        stats.word_mass = np.array(state["word_mass"], dtype=np.float64)
-        stats.word_counts = np.array(state["word_counts"], dtype=np.float64)
-        stats.n_docs = int(state["n_docs"])
-        stats.half_life = None
-        stats.decay = None
-        if "half_life" in state:
-            stats._start_forgetting(DecayClock.from_state_dict(
-                {"clock": stats.n_docs, **state}))  # files before stream-time half-lives had no clock
-            stats.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
-            stats._weight_sum = float(state["weight_sum"])
-        else:
-            stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
+        stats._load_per_word_state(state)
         if stats.packed.size != stats.n_words * (stats.n_words + 1) // 2:
             raise ValueError("packed co-occurrence sums do not match the vocabulary size")
         return stats

@@ -57,7 +57,6 @@ from numba import njit, prange
 
 from .cooccurrence import RunningSums, group_entries_by_word
 from .documents import DocumentBatch
-from .forgetting import DecayClock
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -313,22 +312,16 @@ class SketchedCooccurrence(RunningSums):
         return self.nbytes + (0 if self._omega is None else self._omega.nbytes)
 
     def state_dict(self) -> dict:
-        state = {
+        return {
             "kind": np.str_("sketch"),
             "sketch": self.sketch,
             "diagonal": self.diagonal,
             "linear": self.linear,
-            "word_mass": self.word_mass,
-            "word_counts": self.word_counts,
-            "document_frequency": self.document_frequency,
             "generations": self.generations,
-            "n_docs": np.int64(self.n_docs),
             "sketch_seed": np.int64(self.seed),
             "sketch_rank": np.int64(self.rank),
+            **self._per_word_state(),
         }
-        if self.half_life is not None:
-            state.update({"weight_sum": np.float64(self._weight_sum), **self.decay.state_dict()})
-        return state
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SketchedCooccurrence":
@@ -340,19 +333,9 @@ class SketchedCooccurrence(RunningSums):
         stats.generations = np.array(state["generations"], dtype=np.int64)
         stats.diagonal = np.array(state["diagonal"], dtype=np.float64)
         stats.linear = np.array(state["linear"], dtype=np.float64)
-        stats.word_mass = np.array(state["word_mass"], dtype=np.float64)
-        stats.word_counts = np.array(state["word_counts"], dtype=np.float64)
-        stats.n_docs = int(state["n_docs"])
-        stats.half_life = None
-        stats.decay = None
         stats._omega = None
         stats._view = None
-        if "half_life" in state:
-            stats._start_forgetting(DecayClock.from_state_dict(state))
-            stats.document_frequency = np.array(state["document_frequency"], dtype=np.float64)
-            stats._weight_sum = float(state["weight_sum"])
-        else:
-            stats.document_frequency = np.array(state["document_frequency"], dtype=np.int64)
+        stats._load_per_word_state(state)
         for name in ("generations", "diagonal", "linear", "word_mass", "word_counts", "document_frequency"):
             if getattr(stats, name).shape != (stats.n_words,):
                 raise ValueError(f"sketch state: {name} does not match the vocabulary size")
