@@ -126,11 +126,14 @@ class ModelConfig:
             raise ValueError("burn_in is a number of refreshes, at least 0")
         if int(self.anchor_rectification) < 0:
             raise ValueError("anchor_rectification is a number of projection steps, at least 0")
-        if not (self.reservoir_size == "auto" or (not isinstance(self.reservoir_size, (str, bool))
-                                                  and int(self.reservoir_size) >= 1)):
-            raise ValueError("reservoir_size is 'auto' or a positive number of documents")
         if self.reservoir_size != "auto":
-            self.reservoir_size = int(self.reservoir_size)
+            try:
+                size = int(self.reservoir_size)
+            except ValueError:
+                size = 0
+            if size < 1:
+                raise ValueError("reservoir_size is 'auto' or a positive number of documents")
+            self.reservoir_size = size
         for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
                      "death_grace", "birth_grace", "burn_in", "vocabulary_size", "anchor_rectification",
                      "warmup_documents", "batch_size", "max_text_chars", "seed"):
