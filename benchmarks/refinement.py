@@ -85,8 +85,8 @@ def main(argv=None) -> None:
         a, s, info = ours(stream, args.topics, args.refine_iterations, args.reservoir, kind)
         traces[kind] = info["refinement_heldout"]
         print(f"| recovery + KL-tEM refinement ({len(traces[kind]) - 1} of at most {args.refine_iterations} "
-              f"iterations over {label} {args.reservoir} documents; best iterate "
-              f"{info['refinement_best_iteration']}, refinement and alpha search {info['refine_s']:.2f} s) "
+              f"iterations over {label} {args.reservoir} documents; iterate kept "
+              f"{info['refinement_kept_iteration']}, refinement and alpha search {info['refine_s']:.2f} s) "
               f"| {heldout_ll(stream['heldout'], a):.4f} | {s:.1f} |", flush=True)
     a, s = gensim_lda(stream, args.topics)
     print(f"| gensim LdaModel online, 1 pass | {heldout_ll(stream['heldout'], a):.4f} | {s:.1f} |", flush=True)

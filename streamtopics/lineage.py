@@ -135,7 +135,8 @@ class RefreshState:
             "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
         }
         if refinement is not None:
-            timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration)
+            timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
+                           refinement_kept_iteration=refinement.kept_iteration)
         return snapshot, timings
 
     def _warm_start_point(self, stats, anchors: np.ndarray, vocabulary: Vocabulary) -> np.ndarray | None:

@@ -434,7 +434,7 @@ def test_background_automatic_refresh():
 
 # ------------------------------------------------------------------ seeded refinement
 def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
-    from streamtopics.refinement import completion_log_likelihood, refine_topics, split_for_completion
+    from streamtopics.refinement import HELD_TOLERANCE, completion_log_likelihood, refine_topics, split_for_completion
     from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
     truth = separable_topics(150, 4, anchors_per_topic=2, anchor_mass=0.2, seed=11)
@@ -446,15 +446,19 @@ def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
     refined = refine_topics(seed, docs, iterations=8)
     assert refined.best_iteration > 0
     assert max(refined.heldout) == refined.heldout[refined.best_iteration] > refined.heldout[0]
+    assert refined.kept_iteration >= refined.best_iteration
+    assert refined.heldout[refined.kept_iteration] >= max(refined.heldout) - HELD_TOLERANCE
     assert np.allclose(refined.topic_word.sum(axis=0), 1.0)
     # closer to the truth than the seed
     assert (np.abs(refined.topic_word - truth.topic_word).sum() < np.abs(seed - truth.topic_word).sum())
     # a seed that is already the truth, and a tiny reservoir where EM overfits: never below the seed
+    # by more than the tolerance
     for topics, reservoir in ((truth.topic_word, docs), (seed, docs.select(np.arange(12)))):
         result = refine_topics(topics, reservoir, iterations=5)
         held_rows = np.arange(0, len(reservoir), 3)
         observed, held = split_for_completion(reservoir.select(held_rows))
-        assert completion_log_likelihood(observed, held, result.topic_word) >= result.heldout[0]
+        assert result.heldout[result.kept_iteration] >= result.heldout[0] - HELD_TOLERANCE
+        assert completion_log_likelihood(observed, held, result.topic_word) >= result.heldout[0] - HELD_TOLERANCE
         assert result.heldout[0] == completion_log_likelihood(observed, held, topics)
 
 

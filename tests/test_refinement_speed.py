@@ -79,7 +79,7 @@ def test_partial_warm_started_e_steps_keep_kl_tem_monotone():
     assert np.allclose(topics.sum(axis=0), 1.0)
 
 
-def test_refinement_stops_once_the_heldout_score_has_peaked_and_keeps_the_best():
+def test_refinement_stops_once_the_heldout_score_has_peaked_and_notes_the_best():
     _, docs, rough = _corpus()
     full = refine_topics(rough, docs, iterations=12, patience=12, tolerance=np.inf)
     assert len(full.heldout) == 13
@@ -89,6 +89,7 @@ def test_refinement_stops_once_the_heldout_score_has_peaked_and_keeps_the_best()
         assert trace == full.heldout[:len(trace)]  # the same iterates, deterministically
         assert trace[best] == max(trace) > trace[0]
         assert len(trace) - 1 - best == patience and max(trace[best + 1:]) < trace[best]  # stopped early
+        assert early.kept_iteration == len(trace) - 1  # an unbounded tolerance: every iterate is good enough
 
 
 def test_a_dip_within_the_tolerance_does_not_stop_the_refinement_and_a_drop_beyond_it_does():
@@ -102,9 +103,42 @@ def test_a_dip_within_the_tolerance_does_not_stop_the_refinement_and_a_drop_beyo
     # a tolerance above the drop: EM goes on past the dip as with an unbounded tolerance
     patient = refine_topics(rough, docs, iterations=12, patience=3, tolerance=drop * 2)
     assert patient.heldout == trace[:len(patient.heldout)] and len(patient.heldout) - 1 == peak + 3
-    # a tolerance below the first iterate's drop: EM stops right there
+    # a tolerance below the first iterate's drop: EM stops right there and keeps the peak
     strict = refine_topics(rough, docs, iterations=12, patience=3, tolerance=below[0] / 2)
-    assert len(strict.heldout) - 1 == peak + 1 and strict.best_iteration == peak
+    assert len(strict.heldout) - 1 == peak + 1 and strict.best_iteration == strict.kept_iteration == peak
+
+
+def _kept_by_rule(trace, tolerance, patience):
+    """The iterate the refinement keeps, walked through the full trace: stop at the first score more
+    than ``tolerance`` below the best so far (it is not kept) or ``patience`` iterates after the
+    best; keep the last iterate run before that."""
+    best = kept = 0
+    for it in range(1, len(trace)):
+        if trace[it] < trace[best] - tolerance:
+            break
+        kept = it
+        if trace[it] > trace[best]:
+            best = it
+        elif it - best >= patience:
+            break
+    return kept
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.6, 0.9])
+def test_the_latest_iterate_within_the_tolerance_of_the_best_is_kept(fraction):
+    _, docs, rough = _corpus()
+    full = refine_topics(rough, docs, iterations=12, patience=12, tolerance=np.inf)
+    trace = full.heldout
+    peak = int(np.argmax(trace[:4]))
+    tolerance = fraction * (trace[peak] - min(trace[peak + 1:]))  # some later iterates within, some beyond
+    result = refine_topics(rough, docs, iterations=12, patience=12, tolerance=tolerance)
+    kept = _kept_by_rule(trace, tolerance, 12)
+    assert result.kept_iteration == kept and result.best_iteration == int(np.argmax(trace[:kept + 1]))
+    assert trace[kept] >= max(trace) - tolerance or kept == len(result.heldout) - 1
+    # the topics are that iterate's: the same refinement run for exactly that many iterations
+    same = refine_topics(rough, docs, iterations=kept, patience=12, tolerance=np.inf)
+    np.testing.assert_array_equal(result.topic_word, same.topic_word)
+    assert kept > peak or tolerance < trace[peak] - trace[peak + 1]
 
 
 def _reference_completion(observed, held, topics, gamma, alpha):

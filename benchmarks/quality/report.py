@@ -29,7 +29,7 @@ def _seconds(record: dict) -> str:
 
 def _kept(record: dict) -> str:
     """Ours: the refinement iterate each checkpoint's refresh kept (0 = the anchor seed)."""
-    kept = [t.get("refine_best_iteration") for t in record.get("checkpoint_times", [])]
+    kept = [t.get("refine_kept_iteration", t.get("refine_best_iteration")) for t in record.get("checkpoint_times", [])]
     return ", ".join("-" if k is None else str(k) for k in kept) if any(k is not None for k in kept) else ""
 
 

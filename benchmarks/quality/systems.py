@@ -41,7 +41,7 @@ class OursVariant(Ours):
     def diagnostics(self) -> dict:
         """The last refresh's time and the refinement iterate it kept (0: the anchor seed)."""
         last = self.model.last_refresh
-        return {"refresh_s": last.get("total_s"), "refine_best_iteration": last.get("refinement_best_iteration")}
+        return {"refresh_s": last.get("total_s"), "refine_kept_iteration": last.get("refinement_kept_iteration")}
 
 
 def build(system: str, n_topics: int, vocabulary: list[str], n_documents: int, variants: dict,
