@@ -19,15 +19,15 @@ other half). Every iterate is scored (the held-out mixtures fitted to the seed b
 uniform, then moved along with the iterates by a few warm-started updates, as the fitted ones
 are: with 30 for the seed the iterates' mixtures were the more converged, which fits the observed
 halves closer and scored them lower, a bias towards the seed), and
-:func:`refine_topics` returns the best, the seed being iterate 0: refinement never lowers the
-held-out likelihood relative to its seed by more than a tolerance, by construction. Iterating
-stops once the held-out score has clearly passed its peak (:func:`refine_topics`: a drop beyond
-the tolerance, or no new best for a while), and the *latest* iterate within the tolerance of the
-best score is returned, not the best-scoring one: the completion score, which fits each held-out
-mixture by maximum likelihood on half a document, is biased towards early iterates (on a Gibbs
-truth with Dirichlet 0.1 it rates the truth itself below EM's first iterate), so among iterates
-it cannot tell apart the one EM has refined furthest is kept (BENCHMARKS.md, "Keeping the
-latest iterate within the tolerance"). The M-step's pseudo-count (``smoothing``) matters here: without it EM
+the seed is iterate 0. Iterating stops once the held-out score has clearly passed its peak
+(:func:`refine_topics`: a drop beyond a tolerance, or no new best for a while), and
+:func:`refine_topics` returns the *latest* iterate within the tolerance of the best score, not
+the best-scoring one: the completion score, which fits each held-out mixture by maximum
+likelihood on half a document, is biased towards early iterates (on a Gibbs truth with
+Dirichlet 0.1 it rates the truth itself below EM's first iterate), so among iterates it cannot
+tell apart the one EM has refined furthest is kept (BENCHMARKS.md, "Keeping the latest iterate
+within the tolerance"). Refinement therefore never lowers the held-out likelihood below its
+seed's by more than the tolerance, by construction. The M-step's pseudo-count (``smoothing``) matters here: without it EM
 gives 0 to every word a topic's sample lacks, held-out tokens of such words cost log(1e-9), and
 the score turned down after 1-2 iterations while the topics were still getting closer to the
 truth (Gibbs-truth streams: 20 Newsgroups K=50 at 20,000 documents, L1 0.95 after the early
