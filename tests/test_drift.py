@@ -434,7 +434,8 @@ def test_background_automatic_refresh():
 
 # ------------------------------------------------------------------ seeded refinement
 def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
-    from streamtopics.refinement import HELD_TOLERANCE, completion_log_likelihood, refine_topics, split_for_completion
+    from streamtopics.refinement import (HELD_TOLERANCE, HOLDOUT_EVERY, completion_log_likelihood, refine_topics,
+                                         split_for_completion)
     from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
     truth = separable_topics(150, 4, anchors_per_topic=2, anchor_mass=0.2, seed=11)
@@ -455,7 +456,7 @@ def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
     # by more than the tolerance
     for topics, reservoir in ((truth.topic_word, docs), (seed, docs.select(np.arange(12)))):
         result = refine_topics(topics, reservoir, iterations=5)
-        held_rows = np.arange(0, len(reservoir), 3)
+        held_rows = np.arange(0, len(reservoir), HOLDOUT_EVERY)
         observed, held = split_for_completion(reservoir.select(held_rows))
         assert result.heldout[result.kept_iteration] >= result.heldout[0] - HELD_TOLERANCE
         assert completion_log_likelihood(observed, held, result.topic_word) >= result.heldout[0] - HELD_TOLERANCE
