@@ -19,8 +19,9 @@ flushing the model's ingest buffer. Each path is measured --rounds times, the ro
 and the best figure kept: load from other processes only ever slows a path down (the 1-minute
 load average is printed with the figures). Next to wall time, documents per CPU-second of this
 process (all its threads: consumer, Kafka client, ingest kernel; end to end the producer too; the
-broker is another process) -- the steadier figure on a shared machine. The consumer's statistics are checked against the in-process
-ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
+broker is another process) -- the steadier figure on a shared machine -- and the system part of
+that CPU time, where page faults of fresh memory show. The consumer's statistics are checked
+against the in-process ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
 
     .venv/bin/python -m benchmarks.kafka_throughput
     .venv/bin/python -m benchmarks.kafka_throughput --docs 5000 --vocabulary-size 5000   # quick
@@ -35,6 +36,7 @@ import gzip
 import json
 import logging
 import os
+import resource
 import shutil
 import tempfile
 import threading
@@ -154,6 +156,19 @@ class Bench:
         if old is None or (value < old if smaller_is_better else value > old):
             self.best[name] = value
 
+    def keep_per_cpu(self, path: str, documents: int, since) -> None:
+        """Documents per CPU-second of this process since ``since`` (``getrusage``), and with
+        the best of them the system part of that round's CPU time: page faults land there, not
+        load. A model's 0.9 GB of sums allocated where the process freed none touches fresh
+        memory inside the timing, 1.3-2.2 s of system time on the development VM (2026-11-25):
+        the consumer-only path pays it at least in the first round, the in-process reference
+        model being alive then, the in-process path at most in the first round."""
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        user, system = now.ru_utime - since.ru_utime, now.ru_stime - since.ru_stime
+        if documents / (user + system) > self.best.get(f"{path}_docs_per_cpu_s", 0.0):
+            self.best[f"{path}_docs_per_cpu_s"] = documents / (user + system)
+            self.best[f"{path}_system_cpu_s"] = system
+
     def config(self, topic: str, name: str) -> ConsumerConfig:
         shutil.rmtree(self.work / name, ignore_errors=True)
         return ConsumerConfig(bootstrap_servers=self.servers, topics=[topic], group_id=f"bench-{uuid.uuid4().hex[:8]}",
@@ -166,11 +181,11 @@ class Bench:
         self.reference = None
         reuse_memory()
         model = StreamingTopicModel(20, self.vocabulary)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         model.learn_many(self.texts, self.keys)
         model.statistics()
         self.keep("in_process_docs_per_s", len(self.texts) / (time.perf_counter() - t0))
-        self.keep("in_process_docs_per_cpu_s", len(self.texts) / (time.process_time() - c0))
+        self.keep_per_cpu("in_process", len(self.texts), c0)
         self.reference = model
 
     def consumer_only(self) -> None:
@@ -181,12 +196,12 @@ class Bench:
         t0 = time.perf_counter()
         consumer = RunningConsumer(self.config(topic, "consumer-only"))
         consumer.wait_assigned(self.partitions)
-        t1, c1 = time.perf_counter(), time.process_time()
+        t1, c1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         consumer.wait_absorbed(n)
         t2 = time.perf_counter()
         self.keep("consumer_only_docs_per_s", n / (t2 - t0))
         self.keep("consumer_only_after_join_docs_per_s", n / (t2 - t1))
-        self.keep("consumer_only_after_join_docs_per_cpu_s", n / (time.process_time() - c1))
+        self.keep_per_cpu("consumer_only_after_join", n, c1)
         self.keep("consumer_start_s", t1 - t0, smaller_is_better=True)
         stats, ref = consumer.service.model.statistics(), self.reference.statistics()
         assert stats.n_docs == ref.n_docs and np.allclose(stats.packed, ref.packed, rtol=1e-12, atol=0)
@@ -207,11 +222,11 @@ class Bench:
         topic = create_topic(self.servers, self.partitions)
         consumer = RunningConsumer(self.config(topic, "end-to-end"))
         consumer.wait_assigned(self.partitions)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         produce(self.servers, topic, self.messages)
         consumer.wait_absorbed(n)
         self.keep("end_to_end_docs_per_s", n / (time.perf_counter() - t0))
-        self.keep("end_to_end_docs_per_cpu_s", n / (time.process_time() - c0))
+        self.keep_per_cpu("end_to_end", n, c0)
         consumer.stop()
 
 
@@ -262,6 +277,10 @@ def main(argv=None) -> dict:
                        ("end-to-end (first send -> last absorbed)", "end_to_end_docs_per_s")]:
         cpu = results.get(key.replace("_per_s", "_per_cpu_s"))
         print(f"| {label} | {results[key]:,.0f} | {'–' if cpu is None else f'{cpu:,.0f}'} |")
+    print("system CPU seconds of the best per-CPU round (page faults of fresh memory, not load): " + ", ".join(
+        f"{label} {results[f'{path}_system_cpu_s']:.2f}" for label, path in [
+            ("in-process", "in_process"), ("consumer after the join", "consumer_only_after_join"),
+            ("end-to-end", "end_to_end")]))
     print(f"\nconsumer start (restore, group join, partitions placed): {results['consumer_start_s']:.2f} s")
     print(f"checkpoint at V = {results['vocabulary']}: {results['checkpoint_bytes'] / 1e6:,.0f} MB, "
           f"save {results['checkpoint_save_s']:.2f} s, restore {results['checkpoint_restore_s']:.2f} s")

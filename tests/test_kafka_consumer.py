@@ -471,6 +471,14 @@ def test_config_file_then_environment_then_arguments(tmp_path):
         ConsumerConfig.from_dict({"topics": "a", "n_topic": 3})
 
 
+def test_fetches_wait_at_most_100_ms_for_data_unless_configured():
+    """The bound on a fetch's wait (ConsumerConfig.consumer_settings says why), and a
+    consumer_options setting still wins over it."""
+    assert ConsumerConfig(topics=["a"]).consumer_settings()["fetch_max_wait_ms"] == 100
+    configured = ConsumerConfig(topics=["a"], consumer_options={"fetch_max_wait_ms": 500})
+    assert configured.consumer_settings()["fetch_max_wait_ms"] == 500
+
+
 def test_damaged_manifest_is_skipped_and_old_checkpoints_pruned(vocabulary, tmp_path):
     model = StreamingTopicModel(N_TOPICS, vocabulary.words[:50])
     with CheckpointStore(tmp_path, keep=2) as store:

@@ -15,6 +15,7 @@ import pytest
 from consumers import reasons
 from consumers.messages import DecodedMessage, MessageDecoder
 from consumers.records import Malformed, Record
+from consumers.times import parse_time
 from consumers.sources import Fields, JsonLinesSource
 from streamtopics import StreamingTopicModel
 from streamtopics.documents import REJECTION_REASONS, Rejection
@@ -112,3 +113,73 @@ def test_replay_skips_hostile_lines_counts_them_and_exits_0(tmp_path):
     assert result.returncode == 0, result.stderr
     assert re.search(r"^  malformed +2  malformed_json$", result.stdout, re.M), result.stdout
     assert re.search(r"^  malformed +2  undecodable$", result.stdout, re.M), result.stdout
+
+
+def plain_envelope_decode(value, key, fields=("text", "tokens", "counts"), id_field="id", timestamp_field="timestamp",
+                          max_bytes=100_000):
+    """The message envelope rules written out one by one (consumers/messages.py's module
+    docstring), the reference the decoder's fast path must agree with: (reason, detail) or
+    (document, key, timestamp)."""
+    if value is None:
+        return (reasons.UNDECODABLE, "no value (tombstone)")
+    if len(value) > max_bytes:
+        return (reasons.OVERSIZED, f"{len(value)} bytes > {max_bytes}")
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return (reasons.NOT_UTF8, f"invalid UTF-8 at byte {error.start}")
+    if not text.lstrip().startswith("{"):
+        return (text, key, None)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return (reasons.MALFORMED_JSON, f"{error.msg} at column {error.colno}")
+    except RecursionError:
+        return (reasons.MALFORMED_JSON, "nested too deeply")
+    except ValueError as error:
+        return (reasons.MALFORMED_JSON, str(error).split(";")[0])
+    if not isinstance(data, dict):
+        return (reasons.UNDECODABLE, f"a JSON {type(data).__name__}, not an object")
+    present = [f for f in fields if f in data]
+    if not present:
+        return (reasons.MISSING_FIELD, f"none of {list(fields)} present")
+    field, document = present[0], data[present[0]]
+    expected = {fields[0]: str, fields[1]: list, fields[2]: dict}[field]
+    if not isinstance(document, expected):
+        return (reasons.UNDECODABLE, f"field {field!r} must be {expected.__name__}, got {type(document).__name__}")
+    if data.get(id_field) is not None:
+        key = data[id_field]
+        if type(key) not in (str, int):
+            return (reasons.UNDECODABLE, f"id field {id_field!r} must be a string or integer")
+    timestamp = None
+    if data.get(timestamp_field) is not None:
+        try:
+            timestamp = parse_time(data[timestamp_field])
+        except ValueError as error:
+            return (reasons.UNDECODABLE, f"timestamp field {timestamp_field!r}: {error}")
+    for name, item in ((id_field, key), (field, document)):
+        strings = [item] if isinstance(item, str) else list(item) if isinstance(item, (list, dict)) else []
+        for string in strings:
+            if isinstance(string, str):
+                try:
+                    string.encode("utf-8")
+                except UnicodeEncodeError as error:
+                    return (reasons.UNDECODABLE, f"field {name!r} holds a lone surrogate at character {error.start}")
+    return (document, key, timestamp)
+
+
+def test_the_decoder_agrees_with_the_plain_envelope_rules_on_fuzzed_messages():
+    rng = random.Random(17)
+    decoder = MessageDecoder(max_bytes=100_000)
+    values = list(fuzz_values(rng, 3000)) + [DEEP, HUGE_INT, SURROGATE_ID, SURROGATE_TEXT, None, b"x" * 100_001,
+                                              b'{"text": "a", "timestamp": "not a time", "id": "\\ud800"}',
+                                              b'{"tokens": ["\\ud800"], "id": [1]}', b'  {"counts": {"\\udc00": 1}}']
+    seen = set()
+    for value in values:
+        key = rng.choice([None, b"k", bytes([0xff, 0xfe])])
+        result = decoder.decode(value, key)
+        got = ((result.reason, result.detail) if isinstance(result, Rejection)
+               else (result.document, result.key, result.timestamp))
+        assert got == plain_envelope_decode(value, key), value
+        seen.add(result.reason if isinstance(result, Rejection) else "decoded")
+    assert seen == {"decoded", "oversized", "not_utf8", "malformed_json", "missing_field", "undecodable"}, seen
