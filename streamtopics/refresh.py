@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from threadpoolctl import threadpool_limits
 
 from .alignment import l1_distances
 from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
@@ -102,6 +103,10 @@ def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> n
     return _candidate_rows(view, ids, None if few else projection_dim, seed)
 
 
+ANCHOR_SEARCH_BLAS_THREADS = 1  # BLAS/LAPACK threads in the anchor search (see select_anchors)
+
+
+@threadpool_limits.wrap(limits=ANCHOR_SEARCH_BLAS_THREADS, user_api="blas")
 def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
                    projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
                    method: str = "fastanchors", tracker=None,
@@ -127,6 +132,12 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
     candidates' rows of their co-occurrence block after that many alternating-projection steps
     (:mod:`~streamtopics.rectification`) instead of their (projected) full rows.
+
+    The search runs its BLAS and LAPACK calls on one thread (:data:`ANCHOR_SEARCH_BLAS_THREADS`):
+    they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz
+    eigenproblems), and split over OpenBLAS's pool each call waits for its slowest thread, which
+    on a machine shared with other work made the phase swing from 0.3 to 20 s (BENCHMARKS.md,
+    "One BLAS thread for the anchor search").
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")

@@ -125,3 +125,26 @@ def test_a_singular_gram_matrix_does_not_leak_memory():
     for _ in range(3):
         recover_l2(rows, products, None, 1e-7, 300)
     assert _resident_mb() - before < 100
+
+
+def test_the_anchor_search_runs_blas_on_one_thread_and_gives_the_pool_back(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    import streamtopics.refresh as refresh
+    from streamtopics import StreamingTopicModel
+    from streamtopics.synthetic import semi_synthetic, separable_topics
+
+    def blas_threads():
+        return sorted({pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"})
+
+    truth = separable_topics(200, 5, seed=3)
+    docs, _ = semi_synthetic(truth.topic_word, 800, alpha=0.1, doc_length=60, seed=4)
+    model = StreamingTopicModel(5, vocabulary=[f"w{i}" for i in range(200)], anchor_min_df=5)
+    model.learn_many(docs)
+    seen = []
+    candidate_words = refresh.candidate_words
+    monkeypatch.setattr(refresh, "candidate_words", lambda *a: seen.append(blas_threads()) or candidate_words(*a))
+    before = blas_threads()
+    anchors = refresh.select_anchors(model.statistics(), 5, 5)
+    assert seen == [[1]] and anchors.size == 5  # inside the search: one thread per BLAS library
+    assert blas_threads() == before  # and the pool as it was afterwards
