@@ -127,9 +127,9 @@ class ModelConfig:
         if int(self.anchor_rectification) < 0:
             raise ValueError("anchor_rectification is a number of projection steps, at least 0")
         if self.reservoir_size != "auto":
-            try:
-                size = int(self.reservoir_size)
-            except ValueError:
+            try:  # a number, or a number written as text (as the other numeric settings take it)
+                size = 0 if isinstance(self.reservoir_size, bool) else int(self.reservoir_size)
+            except (TypeError, ValueError):
                 size = 0
             if size < 1:
                 raise ValueError("reservoir_size is 'auto' or a positive number of documents")

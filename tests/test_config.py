@@ -65,6 +65,8 @@ def test_anchor_topics_takes_the_model_defaults():
     ({"half_life_unit": "years"}, "half_life_unit must be one of"),
     ({"reservoir_size": 0}, "reservoir_size is 'auto' or a positive number of documents"),
     ({"reservoir_size": "large"}, "reservoir_size is 'auto' or a positive number of documents"),
+    ({"reservoir_size": None}, "reservoir_size is 'auto' or a positive number of documents"),
+    ({"reservoir_size": True}, "reservoir_size is 'auto' or a positive number of documents"),
 ])
 def test_an_invalid_setting_raises_with_a_clear_message(settings, message):
     with pytest.raises(ValueError, match=re.escape(message)):
