@@ -14,31 +14,25 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 
 What must not decrease is the likelihood of documents *not* used for fitting. The reservoir is
 therefore split: every tenth document is held out (:data:`HOLDOUT_EVERY`) and scored by document
-completion (gamma fitted
-on half of each held-out document's distinct words, the log-likelihood per token measured on the
-other half). Every iterate is scored (the held-out mixtures fitted to the seed by 100 updates from
-uniform, then moved along with the iterates by a few warm-started updates, as the fitted ones
-are: with 30 for the seed the iterates' mixtures were the more converged, which fits the observed
-halves closer and scored them lower, a bias towards the seed), and
-the seed is iterate 0. Iterating stops once the held-out score has clearly passed its peak
-(:func:`refine_topics`: a drop beyond a tolerance, or no new best for a while), and
-:func:`refine_topics` returns the *latest* iterate within the tolerance of the best score, not
-the best-scoring one: the completion score, which fits each held-out mixture by maximum
-likelihood on half a document, is biased towards early iterates (on a Gibbs truth with
-Dirichlet 0.1 it rates the truth itself below EM's first iterate), so among iterates it cannot
-tell apart the one EM has refined furthest is kept (BENCHMARKS.md, "Keeping the latest iterate
-within the tolerance"). Refinement therefore never lowers the held-out likelihood below its
-seed's by more than the tolerance, by construction. The M-step's pseudo-count (``smoothing``) matters here: without it EM
-gives 0 to every word a topic's sample lacks, held-out tokens of such words cost log(1e-9), and
-the score turned down after 1-2 iterations while the topics were still getting closer to the
-truth (Gibbs-truth streams: 20 Newsgroups K=50 at 20,000 documents, L1 0.95 after the early
-stop vs 0.68 after 15 iterations); with 0.01 it peaks where the topics stop improving.
+completion (gamma fitted on half of each held-out document's distinct words, the log-likelihood
+per token measured on the other half). Every iterate is scored, the seed being iterate 0 (the
+held-out mixtures fitted to the seed by 100 updates from uniform, then moved along with the
+iterates by a few warm-started updates, as the fitted ones are: with 30 for the seed the
+iterates' mixtures were the more converged, which fits the observed halves closer and scored
+them lower, a bias towards the seed). Iterating stops once the score has clearly passed its peak,
+and :func:`refine_topics` returns the latest iterate within a tolerance of the best score (its
+docstring says why), so refinement never lowers the held-out likelihood below its seed's by more
+than that tolerance. The M-step's pseudo-count (``smoothing``) matters here: without it EM gives
+0 to every word a topic's sample lacks, held-out tokens of such words cost log(1e-9), and the
+score turned down after 1-2 iterations while the topics were still getting closer to the truth
+(Gibbs-truth streams: 20 Newsgroups K=50 at 20,000 documents, L1 0.95 after the early stop vs
+0.68 after 15 iterations); with 0.01 it peaks where the topics stop improving.
 
 The scale of Dirichlet alpha (recovery gives alpha up to a scale, proportional to the topic
 prevalences) is chosen on the same held-out documents (:func:`choose_alpha_scale`): the
 completion mixture is the posterior-mean style blend ``(n_obs gamma + alpha) / (n_obs + sum
 alpha)`` and the scale with the best held-out likelihood per token wins. It reuses the held-out
-mixtures the refinement fitted to its best iterate (a few warm updates adapt them to the topics
+mixtures the refinement fitted to the iterate it kept (a few warm updates adapt them to the topics
 as published): fitting every reservoir document from uniform to convergence for it took longer
 than the whole refinement at K = 100 (4.6 s of a 10 s refresh at V = 15,000).
 """
@@ -68,7 +62,7 @@ HOLDOUT_EVERY = 10  # every tenth reservoir document is held out to score the it
 # a third of the refinement's cost at K = 100, shrinks with it (BENCHMARKS.md, "Holding out a tenth")
 SEED_HELD_UPDATES = 100  # updates fitting the held-out mixtures to the seed from uniform: near convergence,
 # so that the seed and the iterates (warm-started from it) are scored alike (refine_topics)
-ALPHA_UPDATES = 10  # updates adapting the best iterate's held-out mixtures to the published topics
+ALPHA_UPDATES = 10  # updates adapting the kept iterate's held-out mixtures to the published topics
 SINGLE = True  # the E-step's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times as
 # fast as float64. Only the E-step: the held-out mixtures, warm-started through every iterate, stay float64 (in
 # float32 their scores drifted by up to 4e-3 per token over 30 iterates on 20 Newsgroups, and the iterate kept on
