@@ -19,7 +19,8 @@ all 8,000 took 0.2 s at K = 20).
   reservoir keeps. Same capacity and same rule as the reservoir (the smallest key hashes, or the
   most recent documents), so its documents are the reservoir's: at most ``reservoir_size``
   excerpts (about 8 MB at the default 16,000). Ingest pays one comparison per document, and a
-  heap push and a string slice for the documents it keeps.
+  heap push and a string slice for the documents it keeps; a batch of raw text compares all its
+  key hashes with :meth:`DocumentExcerpts.bound` at once.
 """
 
 from __future__ import annotations
@@ -104,6 +105,13 @@ class DocumentExcerpts:
         heapq.heappush(self.largest, -key_hash)
         if len(self.kept) > self.capacity:
             del self.kept[-heapq.heappop(self.largest)]
+
+    def bound(self) -> int | None:
+        """Uniform and full: the largest kept key hash (a document with this hash or a larger one
+        is not kept); None when any document may be kept (not full, or recent)."""
+        if self.kind == "uniform" and len(self.kept) >= self.capacity:
+            return -self.largest[0]
+        return None
 
     def get(self, key_hash: int) -> tuple | None:
         """``(key, excerpt)`` of a kept document, or None."""

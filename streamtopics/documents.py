@@ -116,12 +116,25 @@ class DocumentBatch:
 
     def select(self, rows: np.ndarray) -> "DocumentBatch":
         """The sub-batch of the given document positions, in that order."""
-        parts = [np.arange(self.indptr[r], self.indptr[r + 1]) for r in rows]
-        take = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        sizes = np.diff(self.indptr)[rows]
+        rows = np.asarray(rows, np.int64)
+        starts = self.indptr[rows]
+        sizes = self.indptr[rows + 1] - starts
         indptr = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(sizes, out=indptr[1:])
+        take = np.repeat(starts - indptr[:-1], sizes) + np.arange(indptr[-1])  # entry positions, no loop
         return DocumentBatch(indptr, self.indices[take], self.counts[take], self.keys[rows])
+
+    @classmethod
+    def concatenate(cls, batches: list["DocumentBatch"]) -> "DocumentBatch":
+        """The documents of ``batches``, in order, as one batch."""
+        if not batches:
+            return cls.from_pairs([])
+        sizes = np.concatenate([np.diff(b.indptr) for b in batches])
+        indptr = np.zeros(sizes.size + 1, np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        return cls(indptr, np.concatenate([b.indices for b in batches]).astype(np.int32, copy=False),
+                   np.concatenate([b.counts for b in batches]).astype(np.float64, copy=False),
+                   np.concatenate([b.keys for b in batches]).astype(np.uint64, copy=False))
 
     def keep_entries(self, keep: np.ndarray) -> "DocumentBatch":
         """The same documents with only the entries (word, count) where ``keep`` is True; a

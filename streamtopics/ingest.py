@@ -4,8 +4,15 @@ Encodes documents against the vocabulary (learning it from the warm-up documents
 counts and reports rejections, admits and retires words of an open vocabulary, buffers accepted
 documents and runs the ingest kernel over each full buffer: the co-occurrence sums, the sliding
 window, the random-projection tracker, the activity counter and the refinement reservoir are
-all updated here and nowhere else. It decides nothing about refreshes: each accepted document
-is handed to the ``accepted`` callback, where the model observes drift and schedules them.
+all updated here and nowhere else. It decides nothing about refreshes: an accepted document is
+handed to the ``accepted`` callback, where the model observes drift and schedules them.
+
+Raw text in ``learn_many`` is accepted a segment at a time (:meth:`Ingest._accept_encoded`): the
+rejections, the buffered block and the reservoir's candidates of a whole segment come from array
+operations; per document remain its key hash and, for the documents the reservoir may keep, the
+reservoir's and the excerpts' ``add``. A segment ends at the document that fills the buffer (the
+kernel runs on the same documents as one at a time) and at the one the model must check for a
+refresh (``documents_until_check``), so a refresh sees the same documents.
 """
 
 from __future__ import annotations
@@ -33,9 +40,56 @@ from .vocabulary import Vocabulary
 from .window import DocumentWindow
 
 TEXT_BATCH = 512  # raw texts encoded per compiled pass (learn_many)
+EMPTY, NO_KNOWN_WORDS, TOO_SHORT, ACCEPTED = range(4)  # outcomes of a batch-encoded text, rejections first
 
 FADING_RATIO = 0.25  # see Ingest.active_view
 RejectHandler = Callable[[Rejection, Any, Any], None]
+
+
+class PendingDocuments:
+    """Accepted documents waiting for the ingest kernel, in arrival order: single documents
+    (:meth:`append`) and blocks of them (:meth:`extend`), each with its key hash and, when
+    ``dated`` (a half-life in stream time), its stream time (NaN: none)."""
+
+    def __init__(self, dated: bool):
+        self.dated = dated
+        self.blocks: list[DocumentBatch] = []
+        self.singles: list[tuple[np.ndarray, np.ndarray]] = []  # appended since the last block
+        self.single_keys: list[int] = []
+        self.times: list[float] = []
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, encoded: EncodedDocument, key_hash: int, stream_time) -> None:
+        self.singles.append((encoded.ids, encoded.counts))
+        self.single_keys.append(key_hash)
+        self._date([stream_time])
+        self.count += 1
+
+    def extend(self, block: DocumentBatch, stream_times: list) -> None:
+        self._seal()
+        self.blocks.append(block)
+        self._date(stream_times)
+        self.count += len(block)
+
+    def take(self) -> tuple[DocumentBatch, np.ndarray | None]:
+        """Every pending document as one batch, with their stream times (None when not dated)."""
+        self._seal()
+        batch = self.blocks[0] if len(self.blocks) == 1 else DocumentBatch.concatenate(self.blocks)
+        times = np.array(self.times) if self.dated else None
+        self.blocks, self.times, self.count = [], [], 0
+        return batch, times
+
+    def _seal(self) -> None:
+        if self.singles:
+            self.blocks.append(DocumentBatch.from_pairs(self.singles, self.single_keys))
+            self.singles, self.single_keys = [], []
+
+    def _date(self, stream_times) -> None:
+        if self.dated:
+            self.times.extend(np.nan if t is None else float(t) for t in stream_times)
 
 
 class Ingest:
@@ -45,10 +99,12 @@ class Ingest:
     anchor of the current snapshot never is; its warm-start row is reset); ``refreshing`` says
     whether a background refresh runs (no word is retired meanwhile); ``accepted`` is called
     with every accepted document once it is buffered (the snapshot has not seen it: drift
-    measures it as held out)."""
+    measures it as held out). ``documents_until_check`` says how many accepted documents may be
+    buffered before one must be handed to ``accepted`` (None: any number)."""
 
     def __init__(self, config: ModelConfig, tokenizer: Tokenizer | None, on_reject: RejectHandler | None,
-                 lineage, accepted: Callable[[EncodedDocument], None], refreshing: Callable[[], bool]):
+                 lineage, accepted: Callable[[EncodedDocument], None], refreshing: Callable[[], bool],
+                 documents_until_check: Callable[[], int | None]):
         self.config = config
         self.tokenizer = tokenizer or Tokenizer()
         self.encoder = DocumentEncoder(self.tokenizer, config.max_text_chars)
@@ -56,6 +112,7 @@ class Ingest:
         self.lineage = lineage
         self.accepted = accepted
         self.refreshing = refreshing
+        self.documents_until_check = documents_until_check
         self.vocabulary: Vocabulary | None = None
         self.stats: CooccurrenceStats | SketchedCooccurrence | None = None
         self.tracker: RandomProjectionTracker | None = None
@@ -73,9 +130,7 @@ class Ingest:
             self.reservoir = Reservoir(capacity, kind)
             self.excerpts = DocumentExcerpts(capacity, kind)  # the text of the reservoir's documents
         self.warmup: list[tuple[dict, Any, float | None, str | None]] = []  # (counts, key, stream time, excerpt)
-        self.pending: list[EncodedDocument] = []
-        self.pending_keys: list[int] = []
-        self.pending_times: list[float] = []  # half-life in stream time: each pending document's date
+        self.pending = PendingDocuments(dated=config.half_life_unit == "stream" and config.half_life is not None)
         self.rejections: Counter = Counter()
         self.oov_tokens = 0.0
         self.documents_truncated = 0
@@ -119,8 +174,9 @@ class Ingest:
     def learn_many(self, documents: list, keys: list, stream_times: list) -> None:
         """:meth:`learn_one` for every document, in order (each dated by its stream time). Raw
         ASCII text is tokenized and looked up ``TEXT_BATCH`` documents at a time in one compiled
-        pass (:class:`~streamtopics.text_batch.TextBatchEncoder`): the same encoded documents
-        and rejections as one at a time, accepted in the same order, so the same statistics."""
+        pass (:class:`~streamtopics.text_batch.TextBatchEncoder`) and accepted a segment at a
+        time (:meth:`_accept_encoded`): the same encoded documents and rejections as one at a
+        time, accepted in the same order, so the same statistics."""
         i = 0
         while i < len(documents):
             if not self._batch_encodable():  # warm-up, open vocabulary or a custom token pattern
@@ -128,26 +184,121 @@ class Ingest:
                 self.learn_one(documents[i], keys[i])
                 i += 1
                 continue
-            chunk = range(i, min(len(documents), i + TEXT_BATCH))
-            batched = [d for d in chunk if TextBatchEncoder.handles(documents[d], self.config.max_text_chars)]
+            stop = min(len(documents), i + TEXT_BATCH)
+            batched = [d for d in range(i, stop) if TextBatchEncoder.handles(documents[d], self.config.max_text_chars)]
             encoded = self._text_encoder().encode([documents[d] for d in batched]) if batched else None
-            position = {d: n for n, d in enumerate(batched)}
-            for d in chunk:
-                self.advance_clock(stream_times[d])
-                n = position.get(d)
-                if n is None:
-                    self.learn_one(documents[d], keys[d])
-                    continue
-                a, b = encoded.indptr[n], encoded.indptr[n + 1]
-                oov = float(encoded.oov[n])
-                if encoded.tokens[n] == 0:
-                    result = Rejection("empty", "no tokens")
-                elif a == b:
-                    result = Rejection("no_known_words", f"{oov:g} tokens, none in the vocabulary")
-                else:
-                    result = EncodedDocument(encoded.indices[a:b], encoded.counts[a:b], oov)
-                self._accept(result, documents[d], keys[d])
-            i = chunk.stop
+            runs = np.split(np.arange(len(batched)), np.flatnonzero(np.diff(batched) != 1) + 1) if batched else []
+            for run in runs:  # consecutive documents the encoder took; the others one at a time
+                first, last = batched[run[0]], batched[run[-1]] + 1
+                self._learn_one_at_a_time(documents, keys, stream_times, i, first)
+                self._accept_encoded(encoded, int(run[0]), documents[first:last], keys[first:last],
+                                     stream_times[first:last])
+                i = last
+            self._learn_one_at_a_time(documents, keys, stream_times, i, stop)
+            i = stop
+
+    def _learn_one_at_a_time(self, documents, keys, stream_times, start: int, stop: int) -> None:
+        for d in range(start, stop):
+            self.advance_clock(stream_times[d])
+            self.learn_one(documents[d], keys[d])
+
+    def _accept_encoded(self, encoded, row: int, documents: list, keys: list, stream_times: list) -> None:
+        """Accept the texts ``documents`` encoded as rows ``row, row + 1, ...`` of ``encoded`` (a
+        :class:`~streamtopics.text_batch.EncodedTexts`): what :meth:`_accept` does to each in turn,
+        a segment at a time. A segment ends at the document that fills the buffer (the kernel
+        runs on the same documents) or that the model must check for a refresh, which then sees
+        the buffer, reservoir, clock and counters as one at a time would leave them; only a
+        rejection's ``on_reject`` may run before the earlier accepted documents of its segment
+        are buffered."""
+        n = len(documents)
+        indptr = encoded.indptr[row:row + n + 1]
+        run = DocumentBatch(indptr, encoded.indices, encoded.counts, np.zeros(n, np.uint64))
+        cumulative = np.concatenate(([0.0], np.cumsum(encoded.counts[indptr[0]:indptr[-1]])))
+        known = cumulative[indptr[1:] - indptr[0]] - cumulative[indptr[:-1] - indptr[0]]  # whole counts: exact
+        outcome = np.full(n, ACCEPTED)
+        outcome[known < 2] = TOO_SHORT
+        outcome[indptr[1:] == indptr[:-1]] = NO_KNOWN_WORDS
+        outcome[encoded.tokens[row:row + n] == 0] = EMPTY
+        oov = encoded.oov[row:row + n]
+        clocks = self._running_clock(stream_times)
+        accepted = np.flatnonzero(outcome == ACCEPTED)
+        start, a = 0, 0  # the segment's first document and first accepted one (index into accepted)
+        while start < n:
+            left = len(accepted) - a
+            until = self.documents_until_check()
+            if until == 0 and left:  # this one goes through the model's check: one at a time
+                d = int(accepted[a])
+                self._reject_outcomes(outcome, oov, documents, keys, start, d)
+                self.stream_time = clocks[d]
+                self._accept(EncodedDocument(*self._entries(run, d), float(oov[d])), documents[d], keys[d])
+                start, a = d + 1, a + 1
+                continue
+            room = max(self.config.batch_size - len(self.pending), 1)
+            limit = room if until is None else min(room, until + 1)
+            if left >= limit:  # the segment ends at the document that fills the buffer or is checked
+                take, stop = limit, int(accepted[a + limit - 1]) + 1
+            else:  # it runs to the end, rejections after the last accepted document included
+                take, stop = left, n
+            rows = accepted[a:a + take]
+            self._reject_outcomes(outcome, oov, documents, keys, start, stop)
+            self.stream_time = clocks[stop - 1]
+            if take:
+                self._buffer_block(run.select(rows), rows, documents, keys, clocks)
+            if len(self.pending) >= self.config.batch_size:
+                self.flush()
+            if until is not None and take == until + 1:
+                d = int(rows[-1])
+                self.accepted(EncodedDocument(*self._entries(run, d), float(oov[d])))
+            start, a = stop, a + take
+
+    def _running_clock(self, stream_times: list) -> list:
+        """The stream clock after each of these documents (:meth:`advance_clock` in turn)."""
+        now, clocks = self.stream_time, []
+        for t in stream_times:
+            if t is not None:
+                now = t if now is None else max(now, t)
+            clocks.append(now)
+        return clocks
+
+    def _reject_outcomes(self, outcome: np.ndarray, oov: np.ndarray, documents: list, keys: list,
+                         start: int, stop: int) -> None:
+        """The rejections among documents ``start .. stop - 1`` of a run, in order, and the unknown
+        tokens of those that reached the size check (as :meth:`_accept` counts them)."""
+        part = outcome[start:stop]
+        for tokens in oov[start:stop][part >= TOO_SHORT].tolist():
+            self.oov_tokens += tokens  # one at a time: the same float sum
+        for d in (np.flatnonzero(part < ACCEPTED) + start).tolist():
+            if outcome[d] == EMPTY:
+                rejection = Rejection("empty", "no tokens")
+            elif outcome[d] == NO_KNOWN_WORDS:
+                rejection = Rejection("no_known_words", f"{oov[d]:g} tokens, none in the vocabulary")
+            else:
+                rejection = Rejection("too_short", "fewer than 2 known tokens")
+            self.reject(rejection, documents[d], keys[d])
+
+    @staticmethod
+    def _entries(batch: DocumentBatch, d: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = batch.indptr[d], batch.indptr[d + 1]
+        return batch.indices[a:b], batch.counts[a:b]
+
+    def _buffer_block(self, block: DocumentBatch, rows: np.ndarray, documents: list, keys: list, clocks: list) -> None:
+        """Buffer accepted documents (``block``, the documents ``rows`` of a run) under their key
+        hashes, and offer the reservoir and the excerpts the ones they may keep. Once the
+        excerpts are full, a hash at or above their bound enters neither: the excerpts keep the
+        ``capacity`` smallest distinct hashes of the texts offered to both, the reservoir the
+        ``capacity`` smallest hashes (repeats included) of a superset, so its largest is no larger."""
+        rows = rows.tolist()
+        hashes = [key_hash(keys[d]) if keys[d] is not None else content_hash(*self._entries(block, j))
+                  for j, d in enumerate(rows)]
+        block.keys = np.array(hashes, np.uint64)
+        self.pending.extend(block, [clocks[d] for d in rows] if self.pending.dated else [])
+        if self.reservoir is None:
+            return
+        bound = self.excerpts.bound()
+        offered = range(len(rows)) if bound is None else np.flatnonzero(block.keys < np.uint64(bound)).tolist()
+        for j in offered:
+            self.reservoir.add(*self._entries(block, j), hashes[j])
+            self.excerpts.add(hashes[j], keys[rows[j]], documents[rows[j]])
 
     def _batch_encodable(self) -> bool:
         return (self.vocabulary is not None and self.open_vocabulary is None
@@ -199,10 +350,7 @@ class Ingest:
             return
         if hashed_key is None:
             hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
-        self.pending.append(encoded)
-        self.pending_keys.append(hashed_key)
-        if self.config.half_life_unit == "stream" and self.config.half_life is not None:
-            self.pending_times.append(np.nan if self.stream_time is None else float(self.stream_time))
+        self.pending.append(encoded, hashed_key, self.stream_time)
         if self.reservoir is not None:
             self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
             self.excerpts.add(hashed_key, key, document if text is None else text)
@@ -233,12 +381,9 @@ class Ingest:
     # ------------------------------------------------------------------ statistics
     def flush(self) -> None:
         """Run the ingest kernel over the buffered documents."""
-        if not self.pending:
+        if not len(self.pending):
             return
-        batch = DocumentBatch.from_documents(self.pending, self.pending_keys)
-        times = np.array(self.pending_times) if self.pending_times else None
-        self.pending, self.pending_keys, self.pending_times = [], [], []
-        self._ingest(batch, times)
+        self._ingest(*self.pending.take())
 
     def _ingest(self, batch: DocumentBatch, stream_times: np.ndarray | None = None) -> None:
         """Every statistic the model keeps is updated here, from one batch."""

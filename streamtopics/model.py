@@ -234,7 +234,8 @@ class StreamingTopicModel:
                  on_reject: RejectHandler | None = None, **settings):
         self.config = ModelConfig(n_topics=n_topics, **settings)
         self.lineage = RefreshState(self.config)
-        self.ingest = Ingest(self.config, tokenizer, on_reject, self.lineage, self._accepted, self._refreshing)
+        self.ingest = Ingest(self.config, tokenizer, on_reject, self.lineage, self._accepted, self._refreshing,
+                             self._documents_until_check)
         self.policy = RefreshPolicy(None, self.config.refresh_every_seconds, self.config.refresh_clock,
                                     None if self.config.drift_threshold is None
                                     else DriftMonitor(self.config.drift_threshold))
@@ -283,6 +284,18 @@ class StreamingTopicModel:
         if self.policy.drift is not None and self.snapshot is not None:
             self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)
         self._maybe_refresh()
+
+    def _documents_until_check(self) -> int | None:
+        """Accepted documents that may be buffered before one must go through :meth:`_accepted`
+        (no refresh can fall due sooner): None while no automatic refresh is set, 0 (every one)
+        with a refresh clock or the drift monitor (each document moves them) and while a refresh
+        is due but not started (one already runs in the background)."""
+        if self.policy.every_seconds is not None or self.policy.drift is not None:
+            return 0
+        if not self.config.refresh_every:
+            return None
+        since = self.documents_absorbed - self.lineage.absorbed_at_refresh
+        return max(self.config.refresh_every - since - 1, 0)
 
     def _refreshing(self) -> bool:
         return self._pending_refresh is not None and not self._pending_refresh.done()

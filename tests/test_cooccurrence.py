@@ -136,3 +136,24 @@ def test_short_documents_carry_no_pairs():
     one_token = EncodedDocument(np.array([2], np.int32), np.array([1.0]))
     stats.update(DocumentBatch.from_documents([one_token], [0]))
     assert stats.n_docs == 0 and not stats.packed.any()
+
+
+def test_select_and_concatenate_give_the_documents_asked_for():
+    """DocumentBatch.select (rows in any order, repeated, empty documents) and concatenate
+    against the documents picked one by one."""
+    documents = random_documents(40, 50, seed=3)
+    documents[7] = EncodedDocument(np.zeros(0, np.int32), np.zeros(0))
+    batch = DocumentBatch.from_documents(documents, list(range(100, 140)))
+    rows = np.array([5, 7, 0, 39, 5, 12])
+
+    def pairs(b):
+        return [(b.indices[b.indptr[d]:b.indptr[d + 1]].tolist(), b.counts[b.indptr[d]:b.indptr[d + 1]].tolist(),
+                 int(b.keys[d])) for d in range(len(b))]
+
+    picked = batch.select(rows)
+    assert pairs(picked) == [(documents[r].ids.tolist(), documents[r].counts.tolist(), 100 + r) for r in rows]
+    assert len(batch.select(np.zeros(0, np.int64))) == 0
+    joined = DocumentBatch.concatenate([picked, batch.select(np.arange(3)), batch.select(np.zeros(0, np.int64))])
+    assert pairs(joined) == pairs(picked) + pairs(batch)[:3]
+    assert (joined.indptr.dtype, joined.indices.dtype, joined.counts.dtype, joined.keys.dtype) == (
+        np.int64, np.int32, np.float64, np.uint64)

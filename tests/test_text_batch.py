@@ -9,6 +9,7 @@ import pytest
 from suite_helpers import DATA  # beside this file (conftest.py)
 
 from streamtopics import StreamingTopicModel
+from streamtopics.documents import key_hash
 from streamtopics.text import Tokenizer
 from streamtopics.text_batch import TextBatchEncoder
 from streamtopics.vocabulary import Vocabulary
@@ -64,3 +65,83 @@ def test_the_encoder_finds_what_the_tokenizer_and_the_vocabulary_find():
         assert out.oov[n] == sum(c for w, c in counts.items() if w not in vocabulary.index)
         assert out.tokens[n] == sum(counts.values())
     assert not TextBatchEncoder.handles("naïve", 10_000) and not TextBatchEncoder.handles(b"x", 10_000)
+
+
+def _interleaved(posts, repeat_keys: int | None = None):
+    """The posts with the edge cases spread among them (rejections mid-chunk, texts the encoder
+    leaves to the per-document path) and, with ``repeat_keys``, only that many distinct keys."""
+    texts, keys = posts
+    n = len(texts) - len(EDGE_CASES)
+    order = list(range(n))
+    for j, edge in enumerate(range(n, len(texts))):
+        order.insert(137 * (j + 1) + j, edge)
+    keys = [keys[d] if repeat_keys is None or d >= n else keys[d % repeat_keys] for d in order]
+    return [texts[d] for d in order], keys
+
+
+def test_a_full_reservoir_keeps_the_smallest_key_hashes_of_the_accepted_documents(posts):
+    """Once full, a segment offers the reservoir and the excerpts only the hashes below the
+    excerpts' bound: with repeated keys (equal hashes) and rejections among the documents, both
+    still hold what one at a time gives, the bottom-k of the accepted documents' key hashes."""
+    texts, keys = _interleaved(posts, repeat_keys=1200)
+    tokenizer = Tokenizer()
+    vocabulary = Vocabulary.from_document_counts((tokenizer.count(t) for t in posts[0][:1000]), 2000)
+    settings = {"reservoir_size": 150, "batch_size": 700}
+    batched, one_by_one = StreamingTopicModel(10, vocabulary, **settings), StreamingTopicModel(10, vocabulary, **settings)
+    batched.learn_many(texts, keys)
+    for text, key in zip(texts, keys):
+        one_by_one.learn_one(text, key)
+    buffered = [(m.ingest.stats.n_docs, len(m.ingest.pending)) for m in (batched, one_by_one)]
+    assert buffered[0] == buffered[1] and buffered[0][1] < 700  # the kernel ran at the same documents
+    got, expected = _state(batched), _state(one_by_one)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1:] == expected[1:]
+
+    def known_tokens(text):
+        counts = tokenizer.count(text) if isinstance(text, str) else tokenizer.count(str(text))
+        return sum(c for w, c in counts.items() if w in vocabulary.index)
+
+    accepted = [key_hash(k) for t, k in zip(texts, keys) if isinstance(t, str) and known_tokens(t) >= 2]
+    assert len(accepted) > 10 * 150 and len(set(accepted)) < len(accepted)  # the test has repeats to keep
+    assert [h for _, _, h in batched.ingest.reservoir.items()] == sorted(accepted)[:150]
+    assert sorted(h for h, _, _ in batched.ingest.excerpts.items()) == sorted(set(accepted))[:150]
+
+
+@pytest.mark.parametrize("settings", [{"refresh_every": 700, "batch_size": 300},  # segments end at refreshes
+                                      {"refresh_every_seconds": 900.0, "half_life": 20_000.0,
+                                       "half_life_unit": "stream"}])  # every document checked, dated
+def test_learn_many_refreshes_at_the_documents_learn_one_does(posts, settings):
+    texts, keys = _interleaved(posts)
+    texts, keys = texts[:2200], keys[:2200]
+    times = [1000.0 + 3 * d - 500 * (d % 97 == 0) for d in range(len(texts))]  # some go back in time
+    vocabulary = Vocabulary.from_document_counts((Tokenizer().count(t) for t in posts[0][:1000]), 1500)
+    common = {"refine_iterations": 2, "reservoir_size": 400, **settings}
+    batched, one_by_one = StreamingTopicModel(8, vocabulary, **common), StreamingTopicModel(8, vocabulary, **common)
+    batched.learn_many(texts, keys, times)
+    for text, key, t in zip(texts, keys, times):
+        one_by_one.learn_one(text, key, stream_time=t)
+    records = [(r["version"], r["documents_seen"], r["stream_time"]) for r in batched.history.records]
+    assert records == [(r["version"], r["documents_seen"], r["stream_time"]) for r in one_by_one.history.records]
+    assert len(records) >= 2
+    if "refresh_every" in settings:  # plain reference: every 700 accepted documents
+        assert [seen for _, seen, _ in records] == [700 * (v + 1) for v in range(len(records))]
+    np.testing.assert_array_equal(batched.snapshot.topic_word, one_by_one.snapshot.topic_word)
+    np.testing.assert_array_equal(batched.statistics().packed, one_by_one.statistics().packed)
+    assert batched.ingest.stream_time == one_by_one.ingest.stream_time == max(times)
+
+
+def test_learn_many_reports_the_rejections_of_one_at_a_time_in_order(posts):
+    texts, keys = _interleaved(posts)
+    vocabulary = Vocabulary.from_document_counts((Tokenizer().count(t) for t in posts[0][:1000]), 1500)
+    seen = {"batched": [], "one_by_one": []}
+
+    def recorder(name):
+        return lambda rejection, document, key: seen[name].append((rejection, id(document), key))
+
+    batched = StreamingTopicModel(8, vocabulary, on_reject=recorder("batched"))
+    one_by_one = StreamingTopicModel(8, vocabulary, on_reject=recorder("one_by_one"))
+    batched.learn_many(texts, keys)
+    for text, key in zip(texts, keys):
+        one_by_one.learn_one(text, key)
+    assert seen["batched"] == seen["one_by_one"]
+    assert {r.reason for r, _, _ in seen["batched"]} >= {"empty", "no_known_words", "too_short"}
