@@ -10,7 +10,9 @@ frequency, 15,000 by default) and in the same run:
                  until every document is in the statistics; also from the moment its partitions
                  are placed (after the join)
   end-to-end     TopicModelConsumer already running on an empty topic; from the first send
-                 until the last document is in the statistics
+                 until the last document is in the statistics, with the producer on this
+                 process's main thread (sharing the consumer's GIL) and, next to it, with the
+                 producer in a process of its own (as a deployment's producers are)
   checkpoint     the consumer's final checkpoint (state file + manifest, fsynced) and a
                  restore of it (read + verify every checksum)
 
@@ -19,7 +21,7 @@ flushing the model's ingest buffer. Each path is measured --rounds times, the ro
 and the best figure kept: load from other processes only ever slows a path down (the 1-minute
 load average is printed with the figures). Next to wall time, documents per CPU-second of this
 process (all its threads: consumer, Kafka client, ingest kernel; end to end the producer too; the
-broker is another process) -- the steadier figure on a shared machine -- and the system part of
+broker and a producer process are others) -- the steadier figure on a shared machine -- and the system part of
 that CPU time, where page faults of fresh memory show. The consumer's statistics are checked
 against the in-process ones (rtol 1e-12). A local broker is started unless --bootstrap-servers is given.
 
@@ -35,6 +37,7 @@ import gc
 import gzip
 import json
 import logging
+import multiprocessing
 import os
 import resource
 import shutil
@@ -80,17 +83,27 @@ def create_topic(servers: str, partitions: int) -> str:
 
 
 def produce(servers: str, topic: str, messages) -> float:
-    """Send every message and wait for all acknowledgements; returns the seconds taken."""
+    """Send every message (``(key, value, ...)``) and wait for all acknowledgements; returns the
+    seconds taken."""
     producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=5, batch_size=256 * 1024,
                              max_request_size=4 * 1024 * 1024)
     try:
         t0 = time.perf_counter()
-        for key, value, _ in messages:
+        for key, value, *_ in messages:
             producer.send(topic, key=key, value=value)
         producer.flush(timeout=300)
         return time.perf_counter() - t0
     finally:
         producer.close()
+
+
+def produce_when_told(servers: str, topic: str, messages, ready, go) -> None:
+    """The producer process of the end-to-end path: once started (imports done) it says
+    ``ready``, waits for ``go`` and then does what :func:`produce` does in the benchmark's own
+    process, producer construction included."""
+    ready.set()
+    go.wait()
+    produce(servers, topic, messages)
 
 
 def reuse_memory() -> None:
@@ -229,6 +242,31 @@ class Bench:
         self.keep_per_cpu("end_to_end", n, c0)
         consumer.stop()
 
+    def end_to_end_producer_process(self) -> None:
+        """As :meth:`end_to_end`, the producer in a process of its own (spawned, its interpreter
+        started before the timing); documents per CPU-second count this process only."""
+        n = len(self.messages)
+        reuse_memory()
+        topic = create_topic(self.servers, self.partitions)
+        consumer = RunningConsumer(self.config(topic, "end-to-end-process"))
+        consumer.wait_assigned(self.partitions)
+        spawn = multiprocessing.get_context("spawn")
+        ready, go = spawn.Event(), spawn.Event()
+        producer = spawn.Process(target=produce_when_told, args=(
+            self.servers, topic, [(key, value) for key, value, _ in self.messages], ready, go))
+        producer.start()
+        try:
+            if not ready.wait(120):
+                raise RuntimeError("the producer process did not start")
+            t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+            go.set()
+            consumer.wait_absorbed(n)
+            self.keep("end_to_end_producer_process_docs_per_s", n / (time.perf_counter() - t0))
+            self.keep_per_cpu("end_to_end_producer_process", n, c0)
+        finally:
+            producer.join(timeout=300)
+            consumer.stop()
+
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -262,6 +300,7 @@ def main(argv=None) -> dict:
             bench.in_process()
             bench.consumer_only()
             bench.end_to_end()
+            bench.end_to_end_producer_process()
     results = {"documents": len(messages), "vocabulary": len(vocabulary), "partitions": args.partitions,
                "rounds": args.rounds, "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
                "kafka_python": kafka.__version__, "native_crc32c": native_kafka_crc(), **bench.best}
@@ -274,13 +313,14 @@ def main(argv=None) -> dict:
     for label, key in [("in-process learn_many", "in_process_docs_per_s"), ("produce (acks=all)", "produce_docs_per_s"),
                        ("consumer-only (pre-filled topic, group join included)", "consumer_only_docs_per_s"),
                        ("consumer-only, after the group join", "consumer_only_after_join_docs_per_s"),
-                       ("end-to-end (first send -> last absorbed)", "end_to_end_docs_per_s")]:
+                       ("end-to-end (first send -> last absorbed)", "end_to_end_docs_per_s"),
+                       ("end-to-end, producer in its own process", "end_to_end_producer_process_docs_per_s")]:
         cpu = results.get(key.replace("_per_s", "_per_cpu_s"))
         print(f"| {label} | {results[key]:,.0f} | {'–' if cpu is None else f'{cpu:,.0f}'} |")
     print("system CPU seconds of the best per-CPU round (page faults of fresh memory, not load): " + ", ".join(
         f"{label} {results[f'{path}_system_cpu_s']:.2f}" for label, path in [
             ("in-process", "in_process"), ("consumer after the join", "consumer_only_after_join"),
-            ("end-to-end", "end_to_end")]))
+            ("end-to-end", "end_to_end"), ("end-to-end, producer process", "end_to_end_producer_process")]))
     print(f"\nconsumer start (restore, group join, partitions placed): {results['consumer_start_s']:.2f} s")
     print(f"checkpoint at V = {results['vocabulary']}: {results['checkpoint_bytes'] / 1e6:,.0f} MB, "
           f"save {results['checkpoint_save_s']:.2f} s, restore {results['checkpoint_restore_s']:.2f} s")
