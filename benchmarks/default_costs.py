@@ -28,6 +28,7 @@ from streamtopics.synthetic import semi_synthetic, separable_topics
 
 SETTINGS = {"defaults": {},
             "raw anchor rows": {"anchor_rectification": 0},
+            "KL-tEM alone": {"refine_sweeps": 0},
             "refinement as before": {"refine_iterations": 10, "reservoir_size": 2000, "refine_smoothing": 0.0,
                                      "anchor_rectification": 0},
             "before issue 14": {"refine_iterations": 0, "background_topic": False, "anchor_rectification": 0}}

@@ -84,6 +84,7 @@ class ModelConfig:
     reservoir_size: int | str = _setting(
         "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
+    refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
     admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
     vocabulary_sketch_size: int = _setting(1000, "Counters of the open vocabulary's sketch of unknown words.")
@@ -124,6 +125,8 @@ class ModelConfig:
             raise ValueError("birth_grace is a number of refreshes, at least 0")
         if self.burn_in < 0:
             raise ValueError("burn_in is a number of refreshes, at least 0")
+        if int(self.refine_sweeps) < 0:
+            raise ValueError("refine_sweeps is a number of CVB0 sweeps, at least 0")
         if int(self.anchor_rectification) < 0:
             raise ValueError("anchor_rectification is a number of projection steps, at least 0")
         if self.reservoir_size != "auto":
@@ -135,7 +138,7 @@ class ModelConfig:
                 raise ValueError("reservoir_size is 'auto' or a positive number of documents")
             self.reservoir_size = size
         for name in ("n_topics", "admit_df", "vocabulary_sketch_size", "history_size", "refine_iterations",
-                     "death_grace", "birth_grace", "burn_in", "vocabulary_size", "anchor_rectification",
+                     "refine_sweeps", "death_grace", "birth_grace", "burn_in", "vocabulary_size", "anchor_rectification",
                      "warmup_documents", "batch_size", "max_text_chars", "seed"):
             setattr(self, name, int(getattr(self, name)))
         if self.cooccurrence not in STATISTICS:

@@ -107,7 +107,8 @@ class RefreshState:
             # the background is refined with the topics: both explain the reservoir's tokens
             columns = (result.topic_word if result.background is None
                        else np.column_stack([result.topic_word, result.background]))
-            refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing)
+            refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing,
+                                       sweeps=config.refine_sweeps)
             topic_word = refinement.topic_word[:, : config.n_topics]
             if background_words is not None and background_words.any():  # the smoothing gave them some
                 topic_word = topic_word.copy()
@@ -136,7 +137,7 @@ class RefreshState:
         }
         if refinement is not None:
             timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
-                           refinement_kept_iteration=refinement.kept_iteration)
+                           refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps)
         return snapshot, timings
 
     def _warm_start_point(self, stats, anchors: np.ndarray, vocabulary: Vocabulary) -> np.ndarray | None:

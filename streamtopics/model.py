@@ -152,7 +152,14 @@ class StreamingTopicModel:
     refine_smoothing
         Pseudo-count added to every word of every topic in the refinement's M-step (default
         0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops
-        it after one or two iterations (:mod:`~streamtopics.refinement`).
+        it after one or two iterations (:mod:`~streamtopics.refinement`). CVB0's beta too.
+    refine_sweeps
+        Sweeps of sparse CVB0 (LDA's collapsed variational updates, :mod:`~streamtopics.collapsed`)
+        over the same documents after KL-tEM, from the topics it kept (default 5; 0: KL-tEM
+        alone). KL-tEM fits a mixture of multinomials, whose optimum on short documents lies away
+        from LDA's topics; CVB0 keeps LDA's priors and lowered the matched L1 to Gibbs truths in
+        every cell of the quality protocol (BENCHMARKS.md, "CVB0 after KL-tEM"), at a cost that
+        grows with the reservoir's entries times K.
     background_topic
         Recover a background distribution next to the K topics (``snapshot.background``): the
         unigram distribution joins the anchors as one more pseudo-anchor, and the part of each
