@@ -189,20 +189,11 @@ def _split_entries(indptr, indices, counts):
 
 def _split_reservoir(reservoir: DocumentBatch, holdout_every: int) -> tuple[DocumentBatch, DocumentBatch]:
     """The documents fitted (those not held out) and the held-out ones (every
-    ``holdout_every``-th, from the first), as ``select`` gives them, by slicing whole runs."""
+    ``holdout_every``-th, from the first)."""
     n = len(reservoir)
     held = np.zeros(n, bool)
     held[::holdout_every] = True
-    return _rows_where(reservoir, ~held), _rows_where(reservoir, held)
-
-
-def _rows_where(batch: DocumentBatch, rows: np.ndarray) -> DocumentBatch:
-    """``batch.select(np.flatnonzero(rows))`` without a Python loop over documents."""
-    sizes = np.diff(batch.indptr)
-    entries = np.repeat(rows, sizes)
-    indptr = np.zeros(int(rows.sum()) + 1, np.int64)
-    np.cumsum(sizes[rows], out=indptr[1:])
-    return DocumentBatch(indptr, batch.indices[entries], batch.counts[entries], batch.keys[rows])
+    return reservoir.select(np.flatnonzero(~held)), reservoir.select(np.flatnonzero(held))
 
 
 def completion_log_likelihood(observed: DocumentBatch, held: DocumentBatch, topic_word: np.ndarray,
