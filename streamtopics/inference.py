@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .documents import DocumentBatch
+from .prefetch import ROWS_AHEAD, prefetch_row
 
 
 REASSOCIATE = {"reassoc"}  # numba fastmath flags of the sums over topics (see the module docstring)
@@ -39,9 +40,13 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
     for p in range(n):
         weights[p] = counts[p] / total
     rows = np.empty((k, n), topic_word.dtype)
-    for a in range(k):  # topic by topic: the n rows' cache lines stay in L1 for 8-16 topics
-        for p in range(n):
-            rows[a, p] = topic_word[indices[p], a] + 1e-12
+    flat = topic_word.reshape(-1)
+    for p in range(n):  # word by word, the row ROWS_AHEAD words on already on its way to the cache
+        if p + ROWS_AHEAD < n:
+            prefetch_row(flat, indices[p + ROWS_AHEAD], k)
+        w = indices[p]
+        for a in range(k):
+            rows[a, p] = topic_word[w, a] + 1e-12
     g = np.empty(k, topic_word.dtype)
     for a in range(k):
         g[a] = gamma[a]

@@ -59,6 +59,7 @@ from .collapsed import CollapsedShares
 from .cooccurrence import word_run_offsets
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
+from .prefetch import ROWS_AHEAD, prefetch_row
 
 LOG_FLOOR = 1e-9  # probability floor when scoring: a word no topic holds costs log(1e-9)
 E_UPDATES = 5  # multiplicative mixture updates per KL-tEM E-step, warm-started (see kl_tem_step)
@@ -307,9 +308,12 @@ def _m_step(ptr, docs, counts, topic_word, gamma, out):
     the word's documents first, ``A_jk`` once at the end (one multiplication per entry less than
     weighting every term by it: 1.3 times as fast at V = 15,000, K = 101, equal to 4e-15)."""
     k = topic_word.shape[1]
+    flat = gamma.reshape(-1)
     for j in prange(ptr.size - 1):
         total = np.zeros(k)
         for p in range(ptr[j], ptr[j + 1]):
+            if p + ROWS_AHEAD < ptr[j + 1]:
+                prefetch_row(flat, docs[p + ROWS_AHEAD], k)
             d = docs[p]
             fhat = 0.0
             for a in range(k):

@@ -24,32 +24,39 @@ def _lda_corpus(n_docs=800, n_words=200, n_topics=5, length=40, seed=3):
     return truth, docs, seed_topics
 
 
-def _reference_sweep(batch, phi, prior, ids, weights, doc_topic):
-    """One sweep as the module docstring states it, entry by entry in plain Python (each document
-    against the same ``phi``; within a document, each entry sees the counts its predecessors left)."""
+def _reference_sweep(batch, n_words, smoothing, prior, ids, weights, doc_topic, blocks):
+    """One sweep as the module docstring states it, entry by entry in plain Python: the documents
+    in ``blocks`` consecutive blocks, each block's against the phi of the shares its predecessors
+    left; within a document, each entry sees the counts its predecessors left."""
     ids, weights, doc_topic = ids.copy(), weights.astype(np.float64), doc_topic.copy()
     top = ids.shape[1]
-    for d in range(len(batch)):
-        for e in range(batch.indptr[d], batch.indptr[d + 1]):
-            w, c = batch.indices[e], batch.counts[e]
-            for t in range(top):
-                doc_topic[d, ids[e, t]] -= c * weights[e, t]
-            values = phi[w] * (np.maximum(doc_topic[d], 0.0) + prior)
-            order = sorted(range(values.size), key=lambda k: (-values[k], k))[:top]
-            ids[e] = order
-            weights[e] = values[order] / values[order].sum()
-            for t in range(top):
-                doc_topic[d, ids[e, t]] += c * weights[e, t]
+    edges = np.linspace(0, len(batch), blocks + 1).astype(int)
+    for first, end in zip(edges[:-1], edges[1:]):
+        word_topic = np.zeros((n_words, doc_topic.shape[1]))
+        for e, w in enumerate(batch.indices):
+            word_topic[w, ids[e]] += batch.counts[e] * weights[e]
+        phi = (word_topic + smoothing) / (word_topic.sum(axis=0) + n_words * smoothing)
+        for d in range(first, end):
+            for e in range(batch.indptr[d], batch.indptr[d + 1]):
+                w, c = batch.indices[e], batch.counts[e]
+                for t in range(top):
+                    doc_topic[d, ids[e, t]] -= c * weights[e, t]
+                values = phi[w] * (np.maximum(doc_topic[d], 0.0) + prior)
+                order = sorted(range(values.size), key=lambda k: (-values[k], k))[:top]
+                ids[e] = order
+                weights[e] = values[order] / values[order].sum()
+                for t in range(top):
+                    doc_topic[d, ids[e, t]] += c * weights[e, t]
     return ids, weights, doc_topic
 
 
-@pytest.mark.parametrize("top", [5, 2])
-def test_a_sweep_is_the_reference_sweep(top):
+@pytest.mark.parametrize("top, blocks", [(5, 1), (2, 1), (4, 3)])
+def test_a_sweep_is_the_reference_sweep(top, blocks):
     _, docs, seed_topics = _lda_corpus(n_docs=60)
     shares = CollapsedShares.seeded(docs, seed_topics, top=top)
-    phi = shares.topic_word(0.01)
-    ids, weights, doc_topic = _reference_sweep(docs, phi, 0.03, shares.topic_ids, shares.weights, shares.doc_topic)
-    shares.sweep(0.03, 0.01)
+    ids, weights, doc_topic = _reference_sweep(docs, seed_topics.shape[0], 0.01, 0.03, shares.topic_ids,
+                                               shares.weights, shares.doc_topic, blocks)
+    shares.sweep(0.03, 0.01, blocks=blocks)
     np.testing.assert_array_equal(shares.topic_ids, ids)
     np.testing.assert_allclose(shares.weights, weights, rtol=1e-6, atol=1e-7)  # float32 weights
     np.testing.assert_allclose(shares.doc_topic, doc_topic, rtol=1e-5, atol=1e-5)
