@@ -26,11 +26,14 @@ in entry order, and are summed afresh once a sweep: the result does not depend o
 threads. Blocks reach in 4 sweeps what one phi per sweep reached in 5 (Reuters K = 50, alpha
 0.1, 100k documents: 0.231 after 5 sweeps with one block, 0.228 after 4 and 0.224 after 5 with 8;
 over the quality protocol's grid, 5 sweeps of 8 blocks gave lower L1 in 42 of 48 cells and equal
-in 6), for about a quarter more time per sweep (BENCHMARKS.md, "CVB0 in blocks"). Kept topics per entry, after KL-tEM, 10 sweeps, on the quality
-protocol's captured 100k-document reservoirs (matched L1, 1 / 2 / 4 / 6 topics): Reuters K = 50,
-alpha 0.1: 0.285 / 0.248 / 0.225 / 0.220; Debian K = 50, alpha 0.03: 0.290 / 0.266 / 0.269 /
-0.271; 20 Newsgroups K = 50, alpha 0.1: 0.405 / 0.367 / 0.344 / 0.338. From the anchor seed alone
-the dense serial CVB0 reached 0.253 on that Debian reservoir, 4 kept topics 0.256 and 8 0.263.
+in 6), for about a quarter more time per sweep (BENCHMARKS.md, "CVB0 in blocks, and prefetched
+rows").
+
+Kept topics per entry, after KL-tEM, 10 sweeps, on the quality protocol's captured
+100k-document reservoirs (matched L1, 1 / 2 / 4 / 6 topics): Reuters K = 50, alpha 0.1: 0.285 /
+0.248 / 0.225 / 0.220; Debian K = 50, alpha 0.03: 0.290 / 0.266 / 0.269 / 0.271; 20 Newsgroups
+K = 50, alpha 0.1: 0.405 / 0.367 / 0.344 / 0.338. From the anchor seed alone the dense serial
+CVB0 reached 0.253 on that Debian reservoir, 4 kept topics 0.256 and 8 0.263.
 """
 
 from __future__ import annotations

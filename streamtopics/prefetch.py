@@ -15,7 +15,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 CACHE_LINE = 64  # bytes
-ROWS_AHEAD = 2  # rows prefetched ahead of the one being read (BENCHMARKS.md, "Prefetching the rows")
+ROWS_AHEAD = 2  # rows prefetched ahead of the one being read (BENCHMARKS.md, "CVB0 in blocks, and prefetched rows")
 
 
 @intrinsic
