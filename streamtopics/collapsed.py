@@ -133,7 +133,7 @@ def _lower_bound_of_largest(values, top):
     """A value that the ``top``-th largest of ``values`` is not below: the smallest of the maxima
     of ``top`` interleaved groups (``top`` distinct entries, each at least it). Branch-free, so
     the scan after it meets few values worth a comparison (the first shares' scan, which has no
-    previous shares to start from: 1.x times as fast at K = 101)."""
+    previous shares to start from: about 1.1 times as fast at K = 101)."""
     smallest = np.inf
     for g in range(top):
         largest = -np.inf
