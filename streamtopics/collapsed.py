@@ -144,31 +144,36 @@ def _lower_bound_of_largest(values, top):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _keep_largest(values, ids, weights, e, best, best_ids, warm):
+def _keep_largest(values, ids, weights, e, best, best_ids, candidates, warm):
     """Entry ``e``'s shares: the largest ``best.size`` of ``values`` (of equal values the lower
     topic), normalised to sum to 1, into row ``e`` of ``ids`` and ``weights`` (``best``,
-    ``best_ids``: scratch buffers, so that no entry allocates).
+    ``best_ids``, ``candidates``: scratch buffers of the document, so that no entry allocates).
 
-    With ``warm``, the topics row ``e`` holds are offered first: they are mostly still the
-    largest, so the scan's one comparison per topic against the kept minimum seldom lets a topic
-    through (a sweep 1.4 times as fast, Reuters K = 50); the order of offering does not change
-    what is kept. Before that scan, a branch-free count of the values at least the kept minimum:
-    when only the (distinct) topics offered reach it, no other can enter and the scan is skipped
-    (a sweep 1.6 times as fast at K = 101). Without ``warm``, values below a branch-free lower
-    bound of the largest (:func:`_lower_bound_of_largest`) are passed over by the scan."""
+    A compare-and-branch per topic cannot be vectorised and was most of a sweep's time, so the
+    topics are first narrowed down branch-free. With ``warm``, the topics row ``e`` holds are
+    offered first (the order of offering does not change what is kept): they are mostly still
+    the largest, and when a count of the values at least the smallest of them finds only them, no
+    other topic can enter and nothing more is done. Otherwise only the topics whose values reach
+    a floor are offered, in order: the smallest kept value (``warm``) or a lower bound of the
+    ``best.size``-th largest (:func:`_lower_bound_of_largest`); none below it could be kept. Both
+    exact (BENCHMARKS.md, "Skipping the scan when nothing can enter")."""
     top = best.size
     best[:] = -1.0
     best_ids[:] = values.size
     if warm:
         for t in range(top):
             _offer(values[ids[e, t]], ids[e, t], best, best_ids)
-    bound = -1.0  # values below it are not among the largest (all values are >= 0)
-    if not warm and values.size >= 2 * top:
-        bound = _lower_bound_of_largest(values, top)
-    floor, floor_id = max(best[top - 1], bound), best_ids[top - 1] if best[top - 1] >= bound else values.size
-    if warm and _count_at_least(values, floor) == top:
-        return _normalise(ids, weights, e, best, best_ids)  # only the topics offered reach the floor
-    for k in range(values.size):
+        floor, floor_id = best[top - 1], best_ids[top - 1]
+        if _count_at_least(values, floor) == top:  # only the (distinct) topics offered reach the floor
+            _normalise(ids, weights, e, best, best_ids)
+            return
+    else:
+        floor, floor_id = -1.0, values.size  # every value is >= 0
+        if values.size >= 2 * top:
+            floor = _lower_bound_of_largest(values, top)
+    bound = floor
+    for i in range(_gather_at_least(values, floor, candidates)):
+        k = candidates[i]
         v = values[k]
         if v > floor or (v == floor and k < floor_id):
             held = False
@@ -179,6 +184,18 @@ def _keep_largest(values, ids, weights, e, best, best_ids, warm):
                 if best[top - 1] >= bound:
                     floor, floor_id = best[top - 1], best_ids[top - 1]
     _normalise(ids, weights, e, best, best_ids)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gather_at_least(values, floor, candidates):
+    """The topics whose values are at least ``floor``, in order, into the front of
+    ``candidates``; returns how many (branch-free: every topic is written, the count decides
+    which stay)."""
+    found = 0
+    for k in range(values.size):
+        candidates[found] = k
+        found += values[k] >= floor
+    return found
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -209,13 +226,14 @@ def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, do
     flat = topic_word.reshape(-1)
     for d in prange(indptr.size - 1):
         values, best, best_ids = np.empty(n_topics), np.empty(top), np.empty(top, np.int64)
+        candidates = np.empty(n_topics, np.int64)
         for e in range(indptr[d], indptr[d + 1]):
             if e + ROWS_AHEAD < indices.size:
                 prefetch_row(flat, indices[e + ROWS_AHEAD], n_topics)
             w = indices[e]
             for k in range(n_topics):
                 values[k] = topic_word[w, k] * mixtures[d, k]
-            _keep_largest(values, ids, weights, e, best, best_ids, False)
+            _keep_largest(values, ids, weights, e, best, best_ids, candidates, False)
             for t in range(top):
                 doc_topic[d, ids[e, t]] += counts[e] * weights[e, t]
 
@@ -231,6 +249,7 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
     flat = phi.reshape(-1)
     for d in prange(indptr.size - 1):
         values, best, best_ids = np.empty(n_topics), np.empty(top), np.empty(top, np.int64)
+        candidates = np.empty(n_topics, np.int64)
         counts_d = doc_topic[d]
         for e in range(indptr[d], indptr[d + 1]):
             if e + ROWS_AHEAD < indices.size:
@@ -240,7 +259,7 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
                 counts_d[ids[e, t]] -= c * weights[e, t]
             for k in range(n_topics):
                 values[k] = phi[w, k] * (max(counts_d[k], 0.0) + document_prior)
-            _keep_largest(values, ids, weights, e, best, best_ids, True)
+            _keep_largest(values, ids, weights, e, best, best_ids, candidates, True)
             for t in range(top):
                 counts_d[ids[e, t]] += c * weights[e, t]
 

@@ -136,6 +136,21 @@ def test_the_largest_shares_are_kept_whatever_the_entry_held_before_and_ties_go_
     values = np.array([1.0, 3.0, 3.0, 2.0, 3.0])
     ids, weights = np.array([previous], np.int16), np.zeros((1, 2), np.float32)
     for warm in (False, True):
-        _keep_largest(values, ids, weights, 0, np.empty(2), np.empty(2, np.int64), warm)
+        _keep_largest(values, ids, weights, 0, np.empty(2), np.empty(2, np.int64), np.empty(values.size, np.int64), warm)
         assert ids[0].tolist() == [1, 2] and weights[0].tolist() == [0.5, 0.5]
         ids[0] = previous
+
+
+def test_the_largest_shares_of_many_topics_are_those_of_a_plain_sort():
+    """Values with many ties (rounded to one decimal), warm from random distinct topics or
+    cold, against sorting by (-value, topic)."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        values = np.round(rng.random(int(rng.integers(8, 40))), 1)
+        expected = sorted(range(values.size), key=lambda k: (-values[k], k))[:4]
+        for warm in (False, True):
+            ids = np.array([rng.choice(values.size, 4, replace=False)], np.int16)
+            weights = np.zeros((1, 4), np.float32)
+            _keep_largest(values, ids, weights, 0, np.empty(4), np.empty(4, np.int64),
+                          np.empty(values.size, np.int64), warm)
+            assert ids[0].tolist() == expected
