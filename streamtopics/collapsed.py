@@ -107,10 +107,12 @@ class CollapsedShares:
         edges = np.linspace(0, len(batch), min(blocks, len(batch)) + 1).astype(np.int64)
         for first, end in zip(edges[:-1], edges[1:]):
             lo, hi = batch.indptr[first], batch.indptr[end]
-            ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
+            moved = end < len(batch)  # the last block's changes go into the sum below instead
+            if moved:
+                ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
             _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, self.topic_word(smoothing),
                    float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
-            if end < len(batch):  # the last block's changes go into the sum below
+            if moved:
                 _move_word_topic(batch.indices[lo:hi], batch.counts[lo:hi], ids_before, weights_before,
                                  self.topic_ids[lo:hi], self.weights[lo:hi], self.word_topic)
         self.word_topic[:] = 0.0  # summed afresh: no rounding carried from sweep to sweep
@@ -131,7 +133,8 @@ def _offer(v, k, best, best_ids):
 @njit(cache=True, nogil=True, inline="always")
 def _lower_bound_of_largest(values, top):
     """A value that the ``top``-th largest of ``values`` is not below: the smallest of the maxima
-    of ``top`` interleaved groups (``top`` distinct entries, each at least it). Branch-free, so
+    of ``top`` interleaved groups (``top`` distinct entries, each at least it; -inf if ``values``
+    has fewer than ``top``, which lets every value through). Branch-free, so
     the scan after it meets few values worth a comparison (the first shares' scan, which has no
     previous shares to start from: about 1.1 times as fast at K = 101)."""
     smallest = np.inf
@@ -164,13 +167,13 @@ def _keep_largest(values, ids, weights, e, best, best_ids, candidates, warm):
         for t in range(top):
             _offer(values[ids[e, t]], ids[e, t], best, best_ids)
         floor, floor_id = best[top - 1], best_ids[top - 1]
-        if _count_at_least(values, floor) == top:  # only the (distinct) topics offered reach the floor
+        # only the (distinct) topics offered reach the floor: the usual case, so a vectorised count
+        # first, the slower gather below only when it fails
+        if _count_at_least(values, floor) == top:
             _normalise(ids, weights, e, best, best_ids)
             return
     else:
-        floor, floor_id = -1.0, values.size  # every value is >= 0
-        if values.size >= 2 * top:
-            floor = _lower_bound_of_largest(values, top)
+        floor, floor_id = _lower_bound_of_largest(values, top), values.size
     bound = floor
     for i in range(_gather_at_least(values, floor, candidates)):
         k = candidates[i]

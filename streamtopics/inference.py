@@ -41,7 +41,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
         weights[p] = counts[p] / total
     rows = np.empty((k, n), topic_word.dtype)
     flat = topic_word.reshape(-1)
-    for p in range(n):  # word by word, the row ROWS_AHEAD words on already on its way to the cache
+    for p in range(n):  # word by word, asking for the row ROWS_AHEAD words ahead before copying this one
         if p + ROWS_AHEAD < n:
             prefetch_row(flat, indices[p + ROWS_AHEAD], k)
         w = indices[p]
