@@ -3,7 +3,8 @@
 The per-document path (:meth:`~streamtopics.documents.DocumentEncoder.encode`: tokenize, count,
 look every word up in a dict) spends most of a raw-text stream's time in Python, one token at a
 time. For the default tokenizer on ASCII text the tokens are exactly the runs of letters of the
-lowercased text, so a numba kernel can scan the bytes of a whole batch, hash each run and find it
+lowercased text (with ``strip_mail``, after :func:`~streamtopics.mail.blank_mail_transport`
+has overwritten with spaces what :func:`~streamtopics.mail.strip_mail` drops), so a numba kernel can scan the bytes of a whole batch, hash each run and find it
 in an open-addressing table of the vocabulary (and of the stop words, which are dropped but must
 not count as out-of-vocabulary). It yields what the per-document path yields for every document:
 its sorted word ids and counts, its out-of-vocabulary tokens and whether any token survived the
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .mail import blank_mail_transport
 from .text import DEFAULT_PATTERN, Tokenizer
 from .vocabulary import Vocabulary
 
@@ -47,6 +49,7 @@ class TextBatchEncoder:
         if tokenizer.pattern != DEFAULT_PATTERN:
             raise ValueError("the batch encoder reproduces the default token pattern only")
         self.vocabulary = vocabulary
+        self.strip_mail = tokenizer.strip_mail
         self.min_length = tokenizer.min_length
         stop = tokenizer.stop_words  # dropped before any lookup, even a word of the vocabulary
         entries = [(w, i) for i, w in enumerate(vocabulary.words) if _ascii_word(w) and w not in stop]
@@ -67,11 +70,14 @@ class TextBatchEncoder:
 
     def encode(self, texts: list[str]) -> "EncodedTexts":
         """Every text's word ids and counts, out-of-vocabulary tokens and surviving tokens."""
-        data = "\n".join(texts).encode("ascii")
+        data = np.frombuffer("\n".join(texts).encode("ascii"), np.uint8)
         starts = np.zeros(len(texts) + 1, np.int64)
         np.cumsum([len(t) + 1 for t in texts], out=starts[1:])
-        indptr, indices, counts, oov, tokens = _encode(np.frombuffer(data, np.uint8), starts, self.slots,
-                                                       self.letters, self.offsets, self.ids, self.min_length)
+        if self.strip_mail:
+            data = data.copy()
+            blank_mail_transport(data, starts)
+        indptr, indices, counts, oov, tokens = _encode(data, starts, self.slots, self.letters, self.offsets,
+                                                       self.ids, self.min_length)
         return EncodedTexts(indptr, indices, counts, oov, tokens)
 
 

@@ -93,7 +93,7 @@ def real_stream(corpus: str, n_heldout: int, vocabulary_size: int = 5000, data: 
     from streamtopics.text import Tokenizer
 
     train_texts, test_texts, note = real_texts(corpus, data)
-    tokenizer = Tokenizer()
+    tokenizer = Tokenizer(strip_mail=False)  # the corpus as first defined, so figures stay comparable
     train_counts = [Counter(tokenizer.tokenize(t)) for t in train_texts]
     df = Counter()
     for c in train_counts:

@@ -2,7 +2,8 @@
 words out, split into train and test.
 
 Tokens come from :class:`streamtopics.text.Tokenizer` (its shipped English stop list, words of
-3+ letters). The vocabulary is fitted on the training split: words in at least ``MIN_DF``
+3+ letters, mail transport not stripped: the corpora as first defined, so that figures recorded
+before ``strip_mail`` stay comparable). The vocabulary is fitted on the training split: words in at least ``MIN_DF``
 training documents and in at most ``MAX_DF_FRACTION`` of them, the ``VOCABULARY_SIZE`` of
 highest document frequency (ties alphabetical). Documents keep only those words.
 """
@@ -89,7 +90,7 @@ def load(name: str) -> Corpus:
     from streamtopics.text import Tokenizer
 
     train_texts, test_texts, note = raw_texts(name)
-    tokenizer = Tokenizer()
+    tokenizer = Tokenizer(strip_mail=False)
     df = Counter()
     for text in train_texts:
         df.update(set(tokenizer.tokenize(text)))
@@ -99,5 +100,5 @@ def load(name: str) -> Corpus:
     index = {w: i for i, w in enumerate(words)}
     train, test = _counts(train_texts, index, tokenizer), _counts(test_texts, index, tokenizer)
     return Corpus(name, train, test, words,
-                  f"{note}; Tokenizer() with its English stop list; V = {len(words)} training words with "
+                  f"{note}; Tokenizer(strip_mail=False), its English stop list; V = {len(words)} training words with "
                   f"df >= {MIN_DF} and df <= {MAX_DF_FRACTION:.0%} of documents, highest df first")

@@ -93,6 +93,9 @@ def topic_options(function):
     options = [
         click.option("--stop-words", "stop_words_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      metavar="FILE", help="More stop words, one per line, added to the built-in English list."),
+        click.option("--strip-mail/--no-strip-mail", default=True, show_default=True,
+                     help="Give mail and news transport no tokens: a leading header block gives only its "
+                          "Subject, Keywords and Summary; '... writes:' lines, e-mail addresses and URLs go."),
         click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
                      help="Words in more than this fraction of the documents belong to the background, never "
                           "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
@@ -113,14 +116,15 @@ def topic_options(function):
     return function
 
 
-def topic_settings(stop_words_file, max_df, min_df, match_threshold, burn_in) -> dict:
+def topic_settings(stop_words_file, strip_mail, max_df, min_df, match_threshold, burn_in) -> dict:
     """StreamingTopicModel keyword arguments from :func:`topic_options`."""
     settings = {"max_df": max_df, "match_threshold": match_threshold, "burn_in": burn_in}
     if min_df is not None:
         settings["anchor_min_df"] = min_df
-    if stop_words_file is not None:
-        extra = stop_words_file.read_text(encoding="utf-8").split()
-        settings["tokenizer"] = Tokenizer(stop_words=english_stop_words() | {w.lower() for w in extra})
+    if stop_words_file is not None or not strip_mail:
+        extra = stop_words_file.read_text(encoding="utf-8").split() if stop_words_file is not None else []
+        settings["tokenizer"] = Tokenizer(stop_words=english_stop_words() | {w.lower() for w in extra},
+                                          strip_mail=strip_mail)
     return settings
 
 

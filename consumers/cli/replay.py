@@ -191,8 +191,8 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
            snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, stop_words_file,
-           max_df, min_df, match_threshold, burn_in, half_life, half_life_time, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at,
-           allow_remote, keep_serving, dask_scheduler):
+           strip_mail, max_df, min_df, match_threshold, burn_in, half_life, half_life_time, checkpoint_every,
+           stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -240,7 +240,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
-                                    **forgetting, **topic_settings(stop_words_file, max_df, min_df, match_threshold, burn_in))
+                                    **forgetting, **topic_settings(stop_words_file, strip_mail, max_df, min_df,
+                                                                   match_threshold, burn_in))
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
         if dask_scheduler:
