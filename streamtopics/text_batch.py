@@ -142,7 +142,7 @@ def _encode(data, starts, slots, letters, offsets, ids, min_length):
     tokens = np.zeros(n_docs, np.int64)
     n_found = 0
     for d in range(n_docs):
-        p, end = starts[d], starts[d + 1]
+        p, end = starts[d], min(starts[d + 1], data.size)  # the last text has no separator after it
         while p < end:
             c = data[p] | 32
             if c < 97 or c > 122:  # a-z after lowering A-Z; everything else splits

@@ -67,6 +67,16 @@ def test_the_encoder_finds_what_the_tokenizer_and_the_vocabulary_find():
     assert not TextBatchEncoder.handles("naïve", 10_000) and not TextBatchEncoder.handles(b"x", 10_000)
 
 
+def test_the_last_text_ends_at_the_end_of_the_buffer():
+    """The kernel must not read the byte after the buffer: here a letter that would make the
+    last word "apples"."""
+    from streamtopics.text_batch import _encode
+    encoder = TextBatchEncoder(Tokenizer(), Vocabulary(["apple"]))
+    data = np.frombuffer(b"apple\napple" + b"s", np.uint8)[:11]
+    out = _encode(data, np.array([0, 6, 12]), encoder.slots, encoder.letters, encoder.offsets, encoder.ids, 3)
+    assert out[2].tolist() == [1.0, 1.0] and out[3].tolist() == [0.0, 0.0]
+
+
 def _interleaved(posts, repeat_keys: int | None = None):
     """The posts with the edge cases spread among them (rejections mid-chunk, texts the encoder
     leaves to the per-document path) and, with ``repeat_keys``, only that many distinct keys."""
