@@ -8,15 +8,17 @@ most frequent words of the stream ("edu", "cmu", "nntp", "posting", "host", "wri
 streamed raw, about a third of the 20 Newsgroups topics were made of them.
 
 :func:`strip_mail` keeps the text a reader would: a leading header block is replaced by its
-``Subject:``, ``Keywords:`` and ``Summary:`` values, attribution lines go, and
-every whitespace-separated chunk holding an e-mail address or a URL goes. A header block is only
-recognised at the very start of a text, as ``Name: value`` lines (continuation lines indented,
-also a first one left by an archive that cut its field) up to the first empty line that include a mail or news field (``From``, ``Subject``,
-``Newsgroups``, ...), so a document that merely begins "Note: ..." keeps its first paragraph.
-:func:`blank_mail_transport` does the same to many ASCII texts at once, in place, for the
-batch encoder: a compiled pass that overwrites with spaces what :func:`strip_mail` drops (~5 us
-for a 1.9 kB post on two cores, against ~22 us for :func:`strip_mail`), leaving the same runs of
-letters; ``tests/test_mail.py`` holds it to :func:`strip_mail`.
+``Subject:``, ``Keywords:`` and ``Summary:`` values, attribution lines go, and every
+whitespace-separated chunk holding an e-mail address or a URL goes. A header block is only
+recognised at the very start of a text: ``Name: value`` lines up to the first empty line
+(continuation lines indented, also a first one left by an archive that cut its field), one of
+them a mail or news field (``From``, ``Subject``, ``Newsgroups``, ...). So a document that merely
+begins "Note: ..." keeps its first paragraph.
+
+:func:`blank_mail_transport` does the same to many ASCII texts at once, for the batch encoder: a
+compiled pass that overwrites with spaces, in place, what :func:`strip_mail` drops, leaving the
+same runs of letters (~5 us for a 1.9 kB post on two cores, against ~21 us for
+:func:`strip_mail`); ``tests/test_mail.py`` holds it to :func:`strip_mail`.
 
 >>> strip_mail("From: jdoe@cs.cmu.edu (John Doe)\\nSubject: Re: Shuttle launch\\n"
 ...            "Organization: Carnegie Mellon\\n\\nIn article <1993Apr5.1@nasa.gov>, "
@@ -127,6 +129,7 @@ def _address_chunks(text: str) -> list[tuple[int, int]]:
 # The same for many ASCII texts in one compiled pass: what the batch encoder tokenizes.
 
 def _field_table(names, kinds):
+    """The field names as one byte array with offsets (numba takes no set of strings), and kinds."""
     encoded = [name.encode("ascii") for name in names]
     offsets = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(name) for name in encoded], out=offsets[1:])
@@ -135,11 +138,10 @@ def _field_table(names, kinds):
 
 _ENDINGS = tuple(np.frombuffer(ending.encode("ascii"), np.uint8).copy() for ending in ATTRIBUTION_ENDINGS)
 _IN_ARTICLE = np.frombuffer(ATTRIBUTION_START.encode("ascii"), np.uint8).copy()
-MAIL, CONTENT = 1, 2
+MAIL, CONTENT = 1, 2  # bits of a field's kind
+_FIELDS = sorted(MAIL_FIELDS | set(CONTENT_FIELDS))
 _FIELD_NAMES, _FIELD_OFFSETS, _FIELD_KINDS = _field_table(
-    sorted(MAIL_FIELDS | set(CONTENT_FIELDS)),
-    [MAIL * (name in MAIL_FIELDS) + CONTENT * (name in CONTENT_FIELDS)
-     for name in sorted(MAIL_FIELDS | set(CONTENT_FIELDS))])
+    _FIELDS, [MAIL * (name in MAIL_FIELDS) + CONTENT * (name in CONTENT_FIELDS) for name in _FIELDS])
 
 
 def blank_mail_transport(data: np.ndarray, starts: np.ndarray) -> None:
@@ -205,8 +207,8 @@ def _blank_header_block(data, start, end, names, offsets, kinds):
                     return  # a line that is no field: not a header block
                 kind = _field_kind(data, a, colon, names, offsets, kinds)
                 if check == 0:
-                    is_mail = is_mail or kind & 1 != 0
-                elif kind & 2 != 0:
+                    is_mail = is_mail or kind & MAIL != 0
+                elif kind & CONTENT != 0:
                     data[a:colon + 1] = 32  # a content field keeps its value
                 else:
                     data[a:b] = 32
