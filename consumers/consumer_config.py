@@ -21,6 +21,7 @@ from pathlib import Path
 
 from streamtopics import StreamingTopicModel
 from streamtopics import config as model_config
+from streamtopics.text import configured_tokenizer
 
 from .messages import FORMATS, MessageDecoder
 
@@ -72,6 +73,10 @@ class ConsumerConfig:
     vocabulary_size: int = _model_option("vocabulary_size")
     warmup_documents: int = _model_option("warmup_documents")
     anchor_min_df: str | int = _model_option("anchor_min_df")
+    stop_words: str | None = _option(None, "File of more stop words, one per line, added to the built-in English list.")
+    strip_mail: bool = _option(
+        True, "Give mail and news transport no tokens: a leading header block gives only its Subject, Keywords "
+              "and Summary; '... writes:' lines, e-mail addresses and URLs go.")
     seed: int = _model_option("seed")
     model_options: dict = _option(
         {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",
@@ -202,6 +207,9 @@ class ConsumerConfig:
         """A fresh model as configured (refreshes are the service's job, not the model's)."""
         options = {"vocabulary_size": self.vocabulary_size, "warmup_documents": self.warmup_documents,
                    "anchor_min_df": self.anchor_min_df, "seed": self.seed, **self.model_options}
+        tokenizer = configured_tokenizer(self.stop_words, self.strip_mail)
+        if tokenizer is not None:
+            options["tokenizer"] = tokenizer
         return StreamingTopicModel(self.n_topics, self.vocabulary, refresh_every=None,
                                    on_reject=on_reject, **options)
 

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from .mail import strip_mail
 
@@ -27,6 +28,16 @@ def english_stop_words() -> frozenset[str]:
     return frozenset(
         line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
     )
+
+
+def configured_tokenizer(stop_words_file=None, strip_mail: bool = True) -> "Tokenizer | None":
+    """The tokenizer a command line or config file asks for: the shipped English list plus the
+    words of ``stop_words_file`` (whitespace-separated, any case), and ``strip_mail``; None when
+    both are the defaults (the model then builds its own, as without the options)."""
+    if stop_words_file is None and strip_mail:
+        return None
+    extra = Path(stop_words_file).read_text(encoding="utf-8").split() if stop_words_file is not None else []
+    return Tokenizer(stop_words=english_stop_words() | {word.lower() for word in extra}, strip_mail=strip_mail)
 
 
 class Tokenizer:

@@ -87,3 +87,19 @@ def test_the_compiled_pass_leaves_the_words_strip_mail_leaves():
     for d, text in enumerate(texts):
         assert letters(data[starts[d]:starts[d + 1] - 1].tobytes().decode("ascii")) == letters(strip_mail(text)), text
     assert sum(strip_mail(text) != text for text in texts) > 2000  # the draws do exercise the stripping
+
+
+def test_the_replay_options_and_the_consumer_config_set_the_tokenizer(tmp_path):
+    from consumers.cli.options import topic_settings
+    from consumers.consumer_config import ConsumerConfig
+
+    extra = tmp_path / "stop.txt"
+    extra.write_text("Shuttle\nweather\n")
+    for_replay = topic_settings(extra, False, None, None, 0.5, 4)["tokenizer"]
+    environ = {"STREAMTOPICS_STOP_WORDS": str(extra), "STREAMTOPICS_STRIP_MAIL": "false"}
+    for_consumer = ConsumerConfig.load(environ=environ, topics=["news"]).new_model().ingest.tokenizer
+    for tokenizer in (for_replay, for_consumer):
+        tokens = tokenizer.tokenize(POST)
+        assert "nntp" in tokens and "shuttle" not in tokens and "weather" not in tokens and "the" not in tokens
+    assert "tokenizer" not in topic_settings(None, True, None, None, 0.5, 4)  # the defaults: the model's own
+    assert ConsumerConfig(topics=["news"]).new_model().ingest.tokenizer.strip_mail

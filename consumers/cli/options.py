@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from streamtopics import config as model_config
-from streamtopics.text import Tokenizer, english_stop_words
+from streamtopics.text import configured_tokenizer
 
 from ..extras import require
 from ..signals import on_stop_signals
@@ -121,10 +121,9 @@ def topic_settings(stop_words_file, strip_mail, max_df, min_df, match_threshold,
     settings = {"max_df": max_df, "match_threshold": match_threshold, "burn_in": burn_in}
     if min_df is not None:
         settings["anchor_min_df"] = min_df
-    if stop_words_file is not None or not strip_mail:
-        extra = stop_words_file.read_text(encoding="utf-8").split() if stop_words_file is not None else []
-        settings["tokenizer"] = Tokenizer(stop_words=english_stop_words() | {w.lower() for w in extra},
-                                          strip_mail=strip_mail)
+    tokenizer = configured_tokenizer(stop_words_file, strip_mail)
+    if tokenizer is not None:
+        settings["tokenizer"] = tokenizer
     return settings
 
 
