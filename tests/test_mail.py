@@ -71,7 +71,8 @@ def test_the_setting_is_saved_and_a_tokenizer_saved_before_it_resumes_without_it
 FRAGMENTS = ["From: a@b.org", "Subject: Re: grain", "Keywords: wheat", "Lines: 3", "X-Id.x: y", "Note: z", " folded",
              "\tfolded", "", "\r", "In article <x@y> ann", " > In article 9", "> In article z@q", "bob writes:",
              "Ann WROTE:", "Ann Wrote: \x0b", "wrote: more", "mail ann@x.org now", "see http://x.org/a",
-             "www.x.com", "wwww.x", "a://b", "plain words here", "colon:", "naive"]
+             "www.x.com", "wwww.x", "a://b", "plain words here", "colon:", "naive", "\x0bend writes:\x0c",
+             "\x1c", "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
 
 
 def test_the_compiled_pass_leaves_the_words_strip_mail_leaves():
