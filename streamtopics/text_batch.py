@@ -3,9 +3,10 @@
 The per-document path (:meth:`~streamtopics.documents.DocumentEncoder.encode`: tokenize, count,
 look every word up in a dict) spends most of a raw-text stream's time in Python, one token at a
 time. For the default tokenizer on ASCII text the tokens are exactly the runs of letters of the
-lowercased text (with ``strip_mail``, after :func:`~streamtopics.mail.blank_mail_transport`
-has overwritten with spaces what :func:`~streamtopics.mail.strip_mail` drops), so a numba kernel can scan the bytes of a whole batch, hash each run and find it
-in an open-addressing table of the vocabulary (and of the stop words, which are dropped but must
+lowercased text (with ``strip_mail``, once :func:`~streamtopics.mail.blank_mail_transport` has
+overwritten with spaces what :func:`~streamtopics.mail.strip_mail` drops), so a numba kernel can
+scan the bytes of a whole batch, hash each run and find it in an open-addressing table of the
+vocabulary (and of the stop words, which are dropped but must
 not count as out-of-vocabulary). It yields what the per-document path yields for every document:
 its sorted word ids and counts, its out-of-vocabulary tokens and whether any token survived the
 stop list and the minimum length; the caller keeps the per-document steps (rejections, keys,
