@@ -424,6 +424,9 @@ class Ingest:
             raise ValueError("models with a sliding window cannot be merged (the windows would overlap in time)")
         if other.vocabulary != self.vocabulary or self.vocabulary is None:
             raise ValueError("models can only be merged over the same, fixed vocabulary")
+        if self.tokenizer.get_config() != other.tokenizer.get_config():
+            raise ValueError(f"models can only be merged when they tokenize alike: {self.tokenizer!r} and "
+                             f"{other.tokenizer!r} (a model saved before strip_mail existed resumes without it)")
         if (self.tracker is None) != (other.tracker is None) or (self.tracker is not None and (
                 (self.tracker.seed, self.tracker.n_projections) != (other.tracker.seed, other.tracker.n_projections))):
             raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "

@@ -104,3 +104,15 @@ def test_the_replay_options_and_the_consumer_config_set_the_tokenizer(tmp_path):
         assert "nntp" in tokens and "shuttle" not in tokens and "weather" not in tokens and "the" not in tokens
     assert "tokenizer" not in topic_settings(None, True, None, None, 0.5, 4)  # the defaults: the model's own
     assert ConsumerConfig(topics=["news"]).new_model().ingest.tokenizer.strip_mail
+
+
+def test_models_that_tokenize_differently_are_not_merged():
+    def model(strip):
+        m = StreamingTopicModel(2, vocabulary=["shuttle", "weather", "clouds", "nntp"],
+                                tokenizer=Tokenizer(strip_mail=strip))
+        m.learn_one(POST)
+        return m
+    with pytest.raises(ValueError, match="tokenize alike"):
+        model(True).merge(model(False))
+    merged = model(True).merge(model(True))
+    assert merged.documents_absorbed == 2
