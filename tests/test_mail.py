@@ -41,6 +41,7 @@ def test_without_strip_mail_the_transport_is_tokenized():
     "  an indented first line\nthen more text\n\nand a body",
     "In article 3 of the treaty the parties agree.",  # no message id or address on the line
     "She writes: poems, and he wrote: nothing at all.",  # the colon does not end the line
+    "Computed by @total_ordering; ask @ann or admin@localhost now",  # no "." after an "@": no address
 ])
 def test_text_that_is_not_mail_transport_is_left_as_it_is(text):
     assert strip_mail(text) == text
@@ -71,8 +72,8 @@ def test_the_setting_is_saved_and_a_tokenizer_saved_before_it_resumes_without_it
 FRAGMENTS = ["From: a@b.org", "Subject: Re: grain", "Keywords: wheat", "Lines: 3", "X-Id.x: y", "Note: z", " folded",
              "\tfolded", "", "\r", "In article <x@y> ann", " > In article 9", "> In article z@q", "bob writes:",
              "Ann WROTE:", "Ann Wrote: \x0b", "wrote: more", "mail ann@x.org now", "see http://x.org/a",
-             "www.x.com", "wwww.x", "a://b", "plain words here", "colon:", "naive", "\x0bend writes:\x0c",
-             "\x1c", "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
+             "www.x.com", "wwww.x", "a://b", "@deco.x", "a@b", "x@@y.z", "@a@b.c", "plain words here", "colon:",
+             "naive", "\x0bend writes:\x0c", "\x1c", "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
 
 
 def test_the_compiled_pass_leaves_the_words_strip_mail_leaves():
