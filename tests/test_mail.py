@@ -1,9 +1,12 @@
 """Mail and news transport (streamtopics.mail) gives no tokens; what the author wrote does."""
 
+import gzip
+import json
 import re
 
 import numpy as np
 import pytest
+from suite_helpers import DATA  # beside this file (conftest.py)
 
 from streamtopics import StreamingTopicModel
 from streamtopics.mail import blank_mail_transport, strip_mail
@@ -117,3 +120,26 @@ def test_models_that_tokenize_differently_are_not_merged():
         model(True).merge(model(False))
     merged = model(True).merge(model(True))
     assert merged.documents_absorbed == 2
+
+
+TRANSPORT = {"edu", "com", "subject", "lines", "organization", "writes", "article", "posting", "host", "nntp",
+             "apr", "distribution", "reply", "andrew", "cmu", "netcom", "uiuc", "cso"}
+
+
+def test_raw_posts_give_no_topic_of_transport_words():
+    """The failure strip_mail is for, on the README's own archive: raw 20 Newsgroups posts,
+    headers included. Without it, topics of "edu nntp host posting organization"."""
+    path = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
+    if not path.is_file():
+        pytest.fail(f"corpus file {path} not found", pytrace=False)
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        posts = [json.loads(line)["text"] for line in lines]
+    posts = [posts[i] for i in np.random.default_rng(0).permutation(len(posts))[:6000]]
+
+    def transport_topics(strip):
+        model = StreamingTopicModel(20, seed=0, tokenizer=Tokenizer(strip_mail=strip))
+        model.learn_many(posts)
+        return sum(len(TRANSPORT & {w for w, _ in words}) >= 3 for words in model.refresh().top_words(8).values())
+
+    assert transport_topics(False) >= 4
+    assert transport_topics(True) == 0
