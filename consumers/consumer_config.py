@@ -76,7 +76,7 @@ class ConsumerConfig:
     stop_words: str | None = _option(None, "File of more stop words, one per line, added to the built-in English list.")
     strip_mail: bool = _option(
         True, "Give mail and news transport no tokens: a leading header block gives only its Subject, Keywords "
-              "and Summary; '... writes:' lines, e-mail addresses and URLs go.")
+              "and Summary; '... writes:' lines, e-mail addresses, URLs and encoded lines go.")
     seed: int = _model_option("seed")
     model_options: dict = _option(
         {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",

@@ -11,7 +11,8 @@ text").
 :func:`strip_mail` keeps the text a reader would: a leading header block is replaced by its
 ``Subject:``, ``Keywords:`` and ``Summary:`` values, attribution lines go, and every
 whitespace-separated chunk holding an e-mail address (``user@host.domain``, not a decorator or
-handle such as ``@total_ordering``) or a URL goes. A header block is only
+handle such as ``@total_ordering``) or a URL goes, as do lines of encoded data (uuencode, base64,
+PGP signatures: 60 or more characters without a space). A header block is only
 recognised at the very start of a text: ``Name: value`` lines up to the first empty line
 (continuation lines indented, also a first one left by an archive that cut its field), one of
 them a mail or news field (``From``, ``Subject``, ``Newsgroups``, ...). So a document that merely
@@ -51,15 +52,17 @@ _EMPTY_LINE = re.compile(r"\n\r?\n")
 # Lines that only say who wrote what follows: "... writes:", "... wrote:", "In article <...>".
 ATTRIBUTION_ENDINGS = ("writes:", "wrote:", "Writes:", "Wrote:")
 ATTRIBUTION_START = "In article"
+# Lines this long without a space are encoded data, not words (uuencode's are 61 characters).
+ENCODED_LINE = 60
 QUOTE_MARKS = " \t>|:"  # what may precede a quoted attribution
 _WHITESPACE = (" ", "\n", "\t", "\r")
 
 
 def strip_mail(text: str) -> str:
     """``text`` without its mail header block (but its subject), attribution lines, e-mail
-    addresses and URLs (see the module docstring)."""
+    addresses, URLs and encoded lines (see the module docstring)."""
     text = _without_header_block(text)
-    spans = _attribution_lines(text) + _address_chunks(text)
+    spans = _encoded_lines(text) + _attribution_lines(text) + _address_chunks(text)
     if not spans:
         return text
     spans.sort()
@@ -90,6 +93,21 @@ def _without_header_block(text: str) -> str:
         if name in CONTENT_FIELDS:
             kept.append(field.group(2))
     return "\n".join(kept) + body if is_mail else text
+
+
+def _encoded_lines(text: str) -> list[tuple[int, int]]:
+    """Spans of the lines that are encoded data (uuencode, base64, PGP signatures): at least
+    :data:`ENCODED_LINE` characters between their indentation and their CRs, none of them a
+    space, tab or CR."""
+    spans, start = [], 0
+    for line in text.split("\n"):
+        stop = start + len(line)
+        if len(line) >= ENCODED_LINE:  # most lines are shorter: one comparison each
+            content = line.rstrip("\r").lstrip(" \t")
+            if len(content) >= ENCODED_LINE and not any(space in content for space in " \t\r"):
+                spans.append((start, stop))
+        start = stop + 1
+    return spans
 
 
 def _attribution_lines(text: str) -> list[tuple[int, int]]:
@@ -163,6 +181,7 @@ def _blank_all(data, starts, names, offsets, kinds, endings, in_article):
     for d in prange(starts.size - 1):
         start, end = starts[d], starts[d + 1] - 1
         _blank_header_block(data, start, end, names, offsets, kinds)
+        _blank_encoded_lines(data, start, end, ENCODED_LINE)  # before any blanking adds spaces
         _blank_attributions(data, start, end, endings, in_article)
         _blank_addresses(data, start, end)
 
@@ -241,6 +260,29 @@ def _ends_with(data, start, stop, word):
         if data[stop - n + p] != word[p]:
             return False
     return True
+
+
+@njit(cache=True, nogil=True)
+def _blank_encoded_lines(data, start, end, min_length):
+    a = start
+    while a < end:
+        b = a
+        while b < end and data[b] != 10:
+            b += 1
+        line_end = b
+        while line_end > a and data[line_end - 1] == 13:  # CR line ends, however many
+            line_end -= 1
+        first = a
+        while first < line_end and (data[first] == 32 or data[first] == 9):
+            first += 1
+        encoded = line_end - first >= min_length
+        for p in range(first, line_end):
+            if not encoded:
+                break
+            encoded = data[p] != 32 and data[p] != 9 and data[p] != 13
+        if encoded:
+            data[a:b] = 32
+        a = b + 1
 
 
 @njit(cache=True, nogil=True)

@@ -57,6 +57,15 @@ def test_a_header_block_is_recognised_with_crlf_line_ends_and_without_a_body():
     assert strip_mail(cut) == "Re: Atheists\n\nBody"  # the archive cut the Path field's name
 
 
+def test_lines_of_encoded_data_go():
+    pgp = "-----BEGIN PGP SIGNATURE-----\n\niQCVAgUBK8AjRXzXN+VrOblFAQFSbwP+MHePY4g7ge8Mo5wpsivX+kHYYxMErFAO\n"
+    uuencoded = "begin 644 a.zip\r\n  M4$L#!!0````(`.U<CQ9%+VUN;W1E+G1X=`I`,,,,,,,,,,,,,,,,,,,,,,,,,,,,\r\n"
+    assert strip_mail(pgp) == "-----BEGIN PGP SIGNATURE-----\n\n\n"
+    assert strip_mail(uuencoded) == "begin 644 a.zip\r\n\n"
+    words = "a line of ordinary words that runs on for well over sixty characters\n"
+    assert strip_mail(words) == words
+
+
 def test_addresses_go_as_whole_chunks_and_words_beside_them_stay():
     assert strip_mail("mail (ann@x.org) or ftp://ftp.x.org/pub, then\tgo") == "mail  or  then\tgo"
     assert strip_mail("Ann Smith wrote:\nyes\n>> Bob Jones WROTE: no\n") == "\nyes\n>> Bob Jones WROTE: no\n"
@@ -76,7 +85,7 @@ FRAGMENTS = ["From: a@b.org", "Subject: Re: grain", "Keywords: wheat", "Lines: 3
              "\tfolded", "", "\r", "In article <x@y> ann", " > In article 9", "> In article z@q", "bob writes:",
              "Ann WROTE:", "Ann Wrote: \x0b", "wrote: more", "mail ann@x.org now", "see http://x.org/a",
              "www.x.com", "wwww.x", "a://b", "@deco.x", "a@b", "x@@y.z", "@a@b.c", "plain words here", "colon:",
-             "naive", "\x0bend writes:\x0c", "\x1c", "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
+             "naive", "\x0bend writes:\x0c", "\x1c", "M" * 25, "qZ+/" * 8, "a@b.c" * 6, "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
 
 
 def test_the_compiled_pass_leaves_the_words_strip_mail_leaves():

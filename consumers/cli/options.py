@@ -95,7 +95,8 @@ def topic_options(function):
                      metavar="FILE", help="More stop words, one per line, added to the built-in English list."),
         click.option("--strip-mail/--no-strip-mail", default=True, show_default=True,
                      help="Give mail and news transport no tokens: a leading header block gives only its "
-                          "Subject, Keywords and Summary; '... writes:' lines, e-mail addresses and URLs go."),
+                          "Subject, Keywords and Summary; '... writes:' lines, e-mail addresses, URLs and encoded "
+                          "lines go."),
         click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
                      help="Words in more than this fraction of the documents belong to the background, never "
                           "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
