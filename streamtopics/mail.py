@@ -209,6 +209,15 @@ def _field_kind(data, start, end, names, offsets, kinds):
 
 
 @njit(cache=True, nogil=True)
+def _line_stop(data, a, end):
+    """Where the line starting at ``a`` ends: its newline, or ``end``."""
+    b = a
+    while b < end and data[b] != 10:
+        b += 1
+    return b
+
+
+@njit(cache=True, nogil=True)
 def _blank_header_block(data, start, end, names, offsets, kinds):
     if start == end or not (_is_letter(data[start]) or data[start] == 32 or data[start] == 9):
         return
@@ -221,9 +230,7 @@ def _blank_header_block(data, start, end, names, offsets, kinds):
     for check in range(2):  # first decide, then blank all but the content fields' values
         a = start
         while a <= head_end:
-            b = a
-            while b < head_end and data[b] != 10:
-                b += 1
+            b = _line_stop(data, a, head_end)
             line_end = b - 1 if b > a and data[b - 1] == 13 else b
             if line_end > a and data[a] != 32 and data[a] != 9:
                 colon = a + 1
@@ -266,9 +273,7 @@ def _ends_with(data, start, stop, word):
 def _blank_encoded_lines(data, start, end, min_length):
     a = start
     while a < end:
-        b = a
-        while b < end and data[b] != 10:
-            b += 1
+        b = _line_stop(data, a, end)
         line_end = b
         while line_end > a and data[line_end - 1] == 13:  # CR line ends, however many
             line_end -= 1
@@ -289,9 +294,7 @@ def _blank_encoded_lines(data, start, end, min_length):
 def _blank_attributions(data, start, end, endings, in_article):
     a = start
     while a < end:
-        b = a
-        while b < end and data[b] != 10:
-            b += 1
+        b = _line_stop(data, a, end)
         stripped = b
         while stripped > a and _is_space(data[stripped - 1]):
             stripped -= 1
