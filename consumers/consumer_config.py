@@ -26,6 +26,10 @@ from streamtopics.text import configured_tokenizer
 from .messages import FORMATS, MessageDecoder
 
 ENV_PREFIX = "STREAMTOPICS_"
+#: The text options' help, shared with the replay's options (:mod:`consumers.cli.options`).
+STOP_WORDS_HELP = "File of more stop words, one per line, added to the built-in English list."
+STRIP_MAIL_HELP = ("Give mail and news transport no tokens: a leading header block gives only its Subject, "
+                   "Keywords and Summary; '... writes:' lines, e-mail addresses, URLs and encoded lines go.")
 #: kafka-python settings passed through unchanged to the consumer and the producer.
 SECURITY_SETTINGS = (
     "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile",
@@ -73,10 +77,8 @@ class ConsumerConfig:
     vocabulary_size: int = _model_option("vocabulary_size")
     warmup_documents: int = _model_option("warmup_documents")
     anchor_min_df: str | int = _model_option("anchor_min_df")
-    stop_words: str | None = _option(None, "File of more stop words, one per line, added to the built-in English list.")
-    strip_mail: bool = _option(
-        True, "Give mail and news transport no tokens: a leading header block gives only its Subject, Keywords "
-              "and Summary; '... writes:' lines, e-mail addresses, URLs and encoded lines go.")
+    stop_words: str | None = _option(None, STOP_WORDS_HELP)
+    strip_mail: bool = _option(True, STRIP_MAIL_HELP)
     seed: int = _model_option("seed")
     model_options: dict = _option(
         {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",

@@ -134,8 +134,8 @@ def _offer(v, k, best, best_ids):
 def _lower_bound_of_largest(values, top):
     """A value that the ``top``-th largest of ``values`` is not below: the smallest of the maxima
     of ``top`` interleaved groups (``top`` distinct entries, each at least it; -inf if ``values``
-    has fewer than ``top``, which lets every value through). Branch-free, so
-    the scan after it meets few values worth a comparison (the first shares' scan, which has no
+    has fewer than ``top``, which lets every value through). Branch-free, so the scan after it
+    meets few values worth a comparison (the first shares' scan, which has no
     previous shares to start from: about 1.1 times as fast at K = 101)."""
     smallest = np.inf
     for g in range(top):

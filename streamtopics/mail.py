@@ -46,8 +46,7 @@ CONTENT_FIELDS = ("subject", "keywords", "summary")
 # Chunks (between whitespace) that name an address rather than say something.
 ADDRESS_MARKERS = ("@", "://", "www.")
 
-_HEADER_START = re.compile(r"[A-Za-z][!-9;-~]*:")  # a field name: printable ASCII but the colon
-_HEADER_LINE = re.compile(r"([A-Za-z][!-9;-~]*):[ \t]?(.*)")
+_HEADER_LINE = re.compile(r"([A-Za-z][!-9;-~]*):[ \t]?(.*)")  # a field name: printable ASCII but the colon
 _EMPTY_LINE = re.compile(r"\n\r?\n")
 # Lines that only say who wrote what follows: "... writes:", "... wrote:", "In article <...>".
 ATTRIBUTION_ENDINGS = ("writes:", "wrote:", "Writes:", "Wrote:")
@@ -76,7 +75,7 @@ def strip_mail(text: str) -> str:
 
 
 def _without_header_block(text: str) -> str:
-    if _HEADER_START.match(text) is None and text[:1] not in (" ", "\t"):  # an archive may cut a folded field
+    if _HEADER_LINE.match(text) is None and text[:1] not in (" ", "\t"):  # an archive may cut a folded field
         return text
     end = _EMPTY_LINE.search(text)
     head, body = (text, "") if end is None else (text[:end.start()], text[end.start():])

@@ -136,7 +136,8 @@ def test_the_largest_shares_are_kept_whatever_the_entry_held_before_and_ties_go_
     values = np.array([1.0, 3.0, 3.0, 2.0, 3.0])
     ids, weights = np.array([previous], np.int16), np.zeros((1, 2), np.float32)
     for warm in (False, True):
-        _keep_largest(values, ids, weights, 0, np.empty(2), np.empty(2, np.int64), np.empty(values.size, np.int64), warm)
+        _keep_largest(values, ids, weights, 0, np.empty(2), np.empty(2, np.int64),
+                      np.empty(values.size, np.int64), warm)
         assert ids[0].tolist() == [1, 2] and weights[0].tolist() == [0.5, 0.5]
         ids[0] = previous
 

@@ -13,6 +13,7 @@ import click
 from streamtopics import config as model_config
 from streamtopics.text import configured_tokenizer
 
+from ..consumer_config import STOP_WORDS_HELP, STRIP_MAIL_HELP
 from ..extras import require
 from ..signals import on_stop_signals
 from ..sources import FORMATS
@@ -92,11 +93,8 @@ def topic_options(function):
     """What the topics are made of: stop words, document-frequency limits, identity matching."""
     options = [
         click.option("--stop-words", "stop_words_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     metavar="FILE", help="More stop words, one per line, added to the built-in English list."),
-        click.option("--strip-mail/--no-strip-mail", default=True, show_default=True,
-                     help="Give mail and news transport no tokens: a leading header block gives only its "
-                          "Subject, Keywords and Summary; '... writes:' lines, e-mail addresses, URLs and encoded "
-                          "lines go."),
+                     metavar="FILE", help=STOP_WORDS_HELP),
+        click.option("--strip-mail/--no-strip-mail", default=True, show_default=True, help=STRIP_MAIL_HELP),
         click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
                      help="Words in more than this fraction of the documents belong to the background, never "
                           "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
