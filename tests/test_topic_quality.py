@@ -198,6 +198,19 @@ def test_a_topic_keeps_its_id_on_the_same_anchor_however_far_it_moved():
     assert anchored.topic_ids == [7, 8, 9] and not anchored.births and not anchored.deaths
 
 
+def test_the_words_overrule_an_anchor_whose_topic_moved_away():
+    old = columns(range(0, 10), range(10, 20), range(20, 30), n_words=40)
+    # topic 7's words now stand on the anchor "d"; its old anchor "a" holds words no topic had
+    new = columns(range(30, 40), range(0, 10), range(10, 20), n_words=40)
+    aligned = align_topics(old, [7, 8, 9], new, 10, previous_anchors=["a", "b", "c"], current_anchors=["a", "d", "b"])
+    assert aligned.topic_ids == [10, 7, 8] and aligned.births == [10] and aligned.deaths == [9]
+    # and from the other side: the anchor "a" now holds the words of topic 6, which lost its anchor
+    old = columns(range(30, 40), range(0, 10), n_words=40)
+    new = columns(range(0, 10), range(30, 40), n_words=40)
+    aligned = align_topics(old, [5, 6], new, 10, previous_anchors=["a", "x"], current_anchors=["a", "y"])
+    assert aligned.topic_ids == [6, 5] and not aligned.births and not aligned.deaths
+
+
 def test_a_topic_keeps_its_id_on_most_of_its_top_words():
     old = columns(range(0, 10), range(10, 20), range(20, 30))
     new = columns(list(range(0, 6)) + [10, 20, 21, 22], range(10, 20), range(20, 30))
