@@ -170,6 +170,22 @@ def top_word_ids(topic_word: np.ndarray, n: int = 10) -> np.ndarray:
     return top
 
 
+def relevance(topic_word: np.ndarray, word_distribution: np.ndarray, weight: float) -> np.ndarray:
+    """Sievert & Shirley's (2014) relevance of every word to every topic (V x K), as pyLDAvis ranks
+    words: ``weight log p(w|z) + (1 - weight) log(p(w|z) / p(w))``, -inf where p(w|z) = 0. A
+    ``weight`` below 1 lifts the words peculiar to a topic above those frequent everywhere.
+
+    >>> topic_word = np.array([[0.5, 0.5], [0.5, 0.1], [0.0, 0.4]])
+    >>> top_word_ids(relevance(topic_word, np.array([0.5, 0.3, 0.2]), 0.6), 2)[0]  # word 0 is everywhere
+    array([1, 0])
+    """
+    topic_word = np.asarray(topic_word)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_topic = np.log(topic_word)
+        lift = log_topic - np.log(np.maximum(np.asarray(word_distribution, dtype=np.float64), 1e-300))[:, None]
+    return np.where(topic_word > 0, weight * log_topic + (1.0 - weight) * lift, -np.inf)
+
+
 def top_words(topic_word: np.ndarray, vocabulary: Sequence[str], n: int = 10) -> list[list[str]]:
     """The ``n`` most probable words of each topic, most probable first.
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .evaluation import top_word_ids
+from .evaluation import relevance as relevance_of, top_word_ids
 from .labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
@@ -111,12 +111,8 @@ class TopicSnapshot:
         the words peculiar to a topic above those frequent everywhere; :data:`DISPLAY_RELEVANCE`
         is what the command line and the dashboard show. The values are p(w|z) either way.
         """
-        score = self.topic_word
-        if relevance is not None:
-            with np.errstate(divide="ignore"):
-                log_topic = np.log(self.topic_word)
-                lift = log_topic - np.log(np.maximum(self.word_distribution(), 1e-300))[:, None]
-            score = np.where(self.topic_word > 0, relevance * log_topic + (1.0 - relevance) * lift, -np.inf)
+        score = (self.topic_word if relevance is None
+                 else relevance_of(self.topic_word, self.word_distribution(), relevance))
         order = top_word_ids(score, n).T
         return {
             topic: [(self.vocabulary[i], float(self.topic_word[i, k])) for i in order[:, k]]
