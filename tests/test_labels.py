@@ -295,3 +295,8 @@ def test_console_table_and_event_lines_show_labels(model_and_texts):
     dead = TopicSnapshot(**{**vars(snapshot), "labels": None,
                             "events": [{"type": "death", "topic": 7, "label": "old_words"}, {"type": "death", "topic": 8}]})
     assert event_lines(dead) == ["  - death   topics 7 (old_words), 8"]
+    change = {"type": "change", "topic": 7, "distance": 0.6, "words_in": ["b"], "words_out": ["a"]}
+    changed = TopicSnapshot(**{**vars(snapshot), "labels": None, "events": [
+        {**change, "anchor_before": "x", "anchor_after": "y"}, {**change, "anchor_before": "x", "anchor_after": "x"}]})
+    moved, kept = event_lines(changed)
+    assert "anchor 'x' -> 'y', moved 0.60" in moved and "anchor 'x', moved 0.60" in kept and moved.endswith("(+b -a)")

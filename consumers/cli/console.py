@@ -112,8 +112,9 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
         elif event["type"] == "change":
             moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
                              + [f"-{w}" for w in event.get("words_out", [])[:3]])
-            lines.append(f"  ~ change  {name}  anchor {event['anchor_before']!r} -> "
-                         f"{event['anchor_after']!r}, moved {event['distance']:.2f}{tail}"
+            before, after = event["anchor_before"], event["anchor_after"]
+            anchor = repr(after) if before == after else f"{before!r} -> {after!r}"
+            lines.append(f"  ~ change  {name}  anchor {anchor}, moved {event['distance']:.2f}{tail}"
                          + (f"  ({moved})" if moved else ""))
     deaths = sorted((e["topic"], e.get("label")) for e in snapshot.events if e["type"] == "death")
     if deaths:
