@@ -111,10 +111,11 @@ def _infer(indptr, indices, counts, topic_word, prior, max_iter, tol):
     iterations = np.zeros(n_docs, np.int64)
     for d in prange(n_docs):
         start, end = indptr[d], indptr[d + 1]
-        gamma = prior.copy()
+        gamma = mixtures[d]
+        for a in range(gamma.size):  # not gamma[:] = prior: numba would compile a shape-mismatch message
+            gamma[a] = prior[a]
         if end > start:
             iterations[d] = _fit_mixture(indices[start:end], counts[start:end], topic_word, gamma, max_iter, tol)
-        mixtures[d] = gamma
     return mixtures, iterations
 
 
