@@ -105,23 +105,9 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _infer(indptr, indices, counts, topic_word, prior, max_iter, tol):
-    n_docs = indptr.size - 1
-    mixtures = np.empty((n_docs, topic_word.shape[1]))
-    iterations = np.zeros(n_docs, np.int64)
-    for d in prange(n_docs):
-        start, end = indptr[d], indptr[d + 1]
-        gamma = mixtures[d]
-        for a in range(gamma.size):  # not gamma[:] = prior: numba would compile a shape-mismatch message
-            gamma[a] = prior[a]
-        if end > start:
-            iterations[d] = _fit_mixture(indices[start:end], counts[start:end], topic_word, gamma, max_iter, tol)
-    return mixtures, iterations
-
-
-@njit(cache=True, nogil=True, parallel=True)
 def _infer_from(indptr, indices, counts, topic_word, starts, max_iter, tol):
-    """:func:`_infer` with one starting mixture per document (rows of ``starts``)."""
+    """Every document's mixture, fitted by :func:`_fit_mixture` from its own starting mixture (its
+    row of ``starts``; a document with no entries keeps it), documents in parallel."""
     n_docs = indptr.size - 1
     mixtures = starts.copy()
     iterations = np.zeros(n_docs, np.int64)
@@ -133,7 +119,7 @@ def _infer_from(indptr, indices, counts, topic_word, starts, max_iter, tol):
     return mixtures, iterations
 
 
-_infer_serial = njit(cache=True, nogil=True)(_infer.py_func)  # the same kernel, no threads
+_infer_serial = njit(cache=True, nogil=True)(_infer_from.py_func)  # the same kernel, no threads
 
 
 def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max_iter: int = 200, tol: float = 1e-6,
@@ -152,12 +138,11 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     K = 100, some to exactly 0, which an update cannot revive), so such chains drift from float64's.
     """
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float32 if single else np.float64)
-    if start is not None:
-        mixtures, _ = _infer_from(batch.indptr, batch.indices, batch.counts, topic_word,
-                                  np.ascontiguousarray(start, dtype=np.float64), int(max_iter), float(tol))
-        return mixtures
-    k = topic_word.shape[1]
-    first = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64) / np.sum(prior)
-    kernel = _infer_serial if serial else _infer
-    mixtures, _ = kernel(batch.indptr, batch.indices, batch.counts, topic_word, first, int(max_iter), float(tol))
+    if start is None:  # every document from the prior: one kernel for both cases, compiled once a first run
+        k = topic_word.shape[1]
+        first = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64) / np.sum(prior)
+        start = np.broadcast_to(first, (len(batch), k))
+    kernel = _infer_serial if serial else _infer_from
+    mixtures, _ = kernel(batch.indptr, batch.indices, batch.counts, topic_word,
+                         np.ascontiguousarray(start, dtype=np.float64), int(max_iter), float(tol))
     return mixtures
