@@ -2,7 +2,7 @@
 command line can say "compiling kernels, once" on a first run and stay quiet afterwards.
 
 The library's hot loops are ``@njit(cache=True)`` kernels: the first run compiles them (about
-40 s on two cores) and numba keeps the machine code in an index (``*.nbi``) and data files in
+35 s on two cores) and numba keeps the machine code in an index (``*.nbi``) and data files in
 its cache directory (``__pycache__`` beside the module, or ``$NUMBA_CACHE_DIR``). Looking for
 those index files costs a few milliseconds and compiles nothing. An index older than its source
 does not count: numba recompiles then.
@@ -21,7 +21,7 @@ from pathlib import Path
 from numba.core.caching import CompileResultCacheImpl
 from numba.core.dispatcher import Dispatcher
 
-COMPILING_MESSAGE = "compiling kernels, once, ~40 s (numba caches them on disk for the next runs)"
+COMPILING_MESSAGE = "compiling kernels, once, ~35 s (numba caches them on disk for the next runs)"
 
 
 def kernels() -> list[Dispatcher]:
