@@ -130,8 +130,11 @@ def _content_over_anchor(pairs: list[tuple[int, int]], distances: np.ndarray, li
     mutual_of_current = {c: r for r, c in mutual.items()}
     kept, overruled = [], []
     for r, c in pairs:
-        apart = distances[r, c] >= limit
-        (overruled if apart and (mutual.get(r, c) != c or mutual_of_current.get(c, r) != r) else kept).append((r, c))
+        elsewhere = mutual.get(r, c) != c or mutual_of_current.get(c, r) != r
+        if distances[r, c] >= limit and elsewhere:
+            overruled.append((r, c))
+        else:
+            kept.append((r, c))
     used_previous, used_current = {r for r, _ in kept}, {c for _, c in kept}
     for r, c in overruled:
         for row, column in ((r, mutual.get(r)), (mutual_of_current.get(c), c)):

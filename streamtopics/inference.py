@@ -138,7 +138,7 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     K = 100, some to exactly 0, which an update cannot revive), so such chains drift from float64's.
     """
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float32 if single else np.float64)
-    if start is None:  # every document from the prior: one kernel for both cases, compiled once a first run
+    if start is None:  # every document starts from the prior: one kernel for both cases, one compile
         k = topic_word.shape[1]
         first = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64) / np.sum(prior)
         start = np.broadcast_to(first, (len(batch), k))

@@ -416,7 +416,7 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
             kept.best_iteration = it
         elif it - kept.best_iteration >= patience:
             break
-    del by_word  # KL-tEM's word-major copy of the fitted documents (50 MB at K = 100): the sweeps' shares reuse it
+    del by_word  # KL-tEM's word-major copy (50 MB at K = 100), freed before the sweeps allocate their shares
     if sweeps > 0:
         # the mixtures of the last E-step when the last iterate run was kept (its E-step fitted them to
         # the iterate before): they only place the first shares
