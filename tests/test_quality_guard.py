@@ -47,3 +47,18 @@ def test_real_split_npmi_has_not_regressed(quick_suite):
     npmi = _default(quick_suite["real"], guard["setting"])["npmi"]
     assert npmi >= guard["bound"], (f"test-split NPMI {npmi:.4f} on {guard['setting']} is below the bound "
                                     f"{guard['bound']} (measured {guard['measured']})")
+
+
+def test_topics_sharing_a_top_word_are_counted_as_displayed_too():
+    """A word likely in every topic and in the corpus is among each topic's likeliest words but
+    not among those displayed (relevance, lambda 0.6): the protocol reports both counts."""
+    import numpy as np
+
+    from benchmarks.quality.real import shared_top_words
+
+    topic_word = np.zeros((10, 3))
+    for k in range(3):
+        topic_word[[0, 1 + 3 * k, 2 + 3 * k, 3 + 3 * k], k] = [0.3, 0.4, 0.2, 0.1]
+    corpus = topic_word.mean(axis=1)
+    assert shared_top_words(topic_word, 2) == (3, 1.5)  # word 0 in all three top-2 lists
+    assert shared_top_words(topic_word, 2, word_distribution=corpus) == (1, 1.0)
