@@ -105,18 +105,18 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _infer_from(indptr, indices, counts, topic_word, starts, max_iter, tol):
-    """Every document's mixture, fitted by :func:`_fit_mixture` from its own starting mixture (its
-    row of ``starts``; a document with no entries keeps it), documents in parallel."""
+def _infer_from(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
+    """Every document's mixture fitted in place by :func:`_fit_mixture`, from its row of
+    ``mixtures`` (a document with no entries keeps it), documents in parallel; returns the
+    updates each took."""
     n_docs = indptr.size - 1
-    mixtures = starts.copy()
     iterations = np.zeros(n_docs, np.int64)
     for d in prange(n_docs):
         start, end = indptr[d], indptr[d + 1]
         if end > start:
             iterations[d] = _fit_mixture(indices[start:end], counts[start:end], topic_word, mixtures[d],
                                          max_iter, tol)
-    return mixtures, iterations
+    return iterations
 
 
 _infer_serial = njit(cache=True, nogil=True)(_infer_from.py_func)  # the same kernel, no threads
@@ -141,8 +141,9 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     if start is None:  # every document starts from the prior: one kernel for both cases, one compile
         k = topic_word.shape[1]
         first = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64) / np.sum(prior)
-        start = np.broadcast_to(first, (len(batch), k))
+        mixtures = np.tile(first, (len(batch), 1))
+    else:
+        mixtures = np.array(start, dtype=np.float64, order="C")  # a copy: the kernel fits it in place
     kernel = _infer_serial if serial else _infer_from
-    mixtures, _ = kernel(batch.indptr, batch.indices, batch.counts, topic_word,
-                         np.ascontiguousarray(start, dtype=np.float64), int(max_iter), float(tol))
+    kernel(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, int(max_iter), float(tol))
     return mixtures

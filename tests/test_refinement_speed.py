@@ -24,7 +24,12 @@ def test_a_warm_start_resumes_the_updates_where_they_stopped():
     np.testing.assert_array_equal(infer_mixtures(docs, topics, None, max_iter=50, tol=0.0,
                                                  start=np.full((len(docs), 4), 0.25)), cold)
     halfway = infer_mixtures(docs, topics, None, max_iter=30, tol=0.0)
+    kept = halfway.copy()
     np.testing.assert_array_equal(infer_mixtures(docs, topics, max_iter=20, tol=0.0, start=halfway), cold)
+    np.testing.assert_array_equal(halfway, kept)  # the caller's start is not fitted in place
+    # the serial kernel (one document at a time, no threads) is the same kernel, prior or starts
+    np.testing.assert_array_equal(infer_mixtures(docs, topics, None, max_iter=50, tol=0.0, serial=True), cold)
+    np.testing.assert_array_equal(infer_mixtures(docs, topics, max_iter=20, tol=0.0, start=halfway, serial=True), cold)
 
 
 def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_rounding():
