@@ -83,15 +83,15 @@ def align_topics(previous: np.ndarray | None, previous_ids, current: np.ndarray,
     distances = l1_distances(previous, current)
     separation = pdist(np.ascontiguousarray(previous.T), "cityblock")  # each pair of previous topics once
     limit = match_threshold * (np.median(separation) if separation.size else 2.0)
-    pairs = _content_over_anchor(_same_anchor_pairs(previous_anchors, current_anchors), distances, limit)
+    nearest_current, nearest_previous = distances.argmin(axis=1), distances.argmin(axis=0)
+    mutual = {r: int(c) for r, c in enumerate(nearest_current) if nearest_previous[c] == r}  # previous -> current
+    pairs = _content_over_anchor(_same_anchor_pairs(previous_anchors, current_anchors), distances, limit, mutual)
     free_rows = [r for r in range(previous.shape[1]) if r not in {r for r, _ in pairs}]
     free_cols = [c for c in range(k) if c not in {c for _, c in pairs}]
     rows, cols = linear_sum_assignment(distances[np.ix_(free_rows, free_cols)])
     overlap = top_word_overlap(previous, current, top_n)
-    nearest_current, nearest_previous = distances.argmin(axis=1), distances.argmin(axis=0)
     for r, c in zip(np.asarray(free_rows)[rows], np.asarray(free_cols)[cols]):
-        mutual = nearest_current[r] == c and nearest_previous[c] == r
-        if distances[r, c] < limit or (mutual and overlap[r, c] >= min_overlap):
+        if distances[r, c] < limit or (mutual.get(r) == c and overlap[r, c] >= min_overlap):
             pairs.append((int(r), int(c)))
     ids: list[int | None] = [None] * k
     moved: dict[int, float] = {}
@@ -117,27 +117,27 @@ def _same_anchor_pairs(previous_anchors, current_anchors) -> list[tuple[int, int
     return [(where[word], c) for c, word in enumerate(current_anchors) if word in where]
 
 
-def _content_over_anchor(pairs: list[tuple[int, int]], distances: np.ndarray, limit: float) -> list[tuple[int, int]]:
+def _content_over_anchor(pairs: list[tuple[int, int]], distances: np.ndarray, limit: float,
+                         mutual: dict[int, int]) -> list[tuple[int, int]]:
     """Same-anchor ``pairs`` (previous column, current column), with the words overruling the
     anchor: a pair at least ``limit`` apart gives way when either side has another mutual nearest
-    within ``limit``, which it is matched with instead (if that one is free). On a stationary 20
-    Newsgroups stream (K = 50) "committee administration clinton" moved from the anchor "four" to
-    "administration" (L1 0.07) while "four" came to anchor unrelated words (L1 1.87): by the
-    anchor alone the topic was born again under a new id and its old id lived on in the stray."""
-    nearest_current, nearest_previous = distances.argmin(axis=1), distances.argmin(axis=0)
-    mutual = {r: int(c) for r, c in enumerate(nearest_current)
-              if nearest_previous[c] == r and distances[r, c] < limit}  # previous -> current
-    mutual_of_current = {c: r for r, c in mutual.items()}
+    (``mutual``: previous column -> current column) within ``limit``, which it is matched with
+    instead (if that one is free). On a stationary 20 Newsgroups stream (K = 50) "committee
+    administration clinton" moved from the anchor "four" to "administration" (L1 0.07) while
+    "four" came to anchor unrelated words (L1 1.87): by the anchor alone the topic was born again
+    under a new id and its old id lived on in the stray."""
+    close = {r: c for r, c in mutual.items() if distances[r, c] < limit}
+    close_of_current = {c: r for r, c in close.items()}
     kept, overruled = [], []
     for r, c in pairs:
-        elsewhere = mutual.get(r, c) != c or mutual_of_current.get(c, r) != r
+        elsewhere = close.get(r, c) != c or close_of_current.get(c, r) != r
         if distances[r, c] >= limit and elsewhere:
             overruled.append((r, c))
         else:
             kept.append((r, c))
     used_previous, used_current = {r for r, _ in kept}, {c for _, c in kept}
     for r, c in overruled:
-        for row, column in ((r, mutual.get(r)), (mutual_of_current.get(c), c)):
+        for row, column in ((r, close.get(r)), (close_of_current.get(c), c)):
             if row is not None and column is not None and row not in used_previous and column not in used_current:
                 kept.append((row, column))
                 used_previous.add(row)
