@@ -20,8 +20,8 @@ begins "Note: ..." keeps its first paragraph.
 
 :func:`blank_mail_transport` does the same to many ASCII texts at once, for the batch encoder: a
 compiled pass that overwrites with spaces, in place, what :func:`strip_mail` drops, leaving the
-same runs of letters (~5 us for a 1.9 kB post on two cores, against ~25 us for
-:func:`strip_mail`); ``tests/test_mail.py`` holds it to :func:`strip_mail`.
+same runs of letters (about 6.5 us for a 1.9 kB post on two cores, against 37.5 us for
+:func:`strip_mail`: BENCHMARKS.md); ``tests/test_mail.py`` holds it to :func:`strip_mail`.
 
 >>> strip_mail("From: jdoe@cs.cmu.edu (John Doe)\\nSubject: Re: Shuttle launch\\n"
 ...            "Organization: Carnegie Mellon\\n\\nIn article <1993Apr5.1@nasa.gov>, "
@@ -280,10 +280,10 @@ def _blank_encoded_lines(data, start, end, min_length):
         while first < line_end and (data[first] == 32 or data[first] == 9):
             first += 1
         encoded = line_end - first >= min_length
-        for p in range(first, line_end):
-            if not encoded:
-                break
+        p = first
+        while encoded and p < line_end:  # no space, tab or CR within
             encoded = data[p] != 32 and data[p] != 9 and data[p] != 13
+            p += 1
         if encoded:
             data[a:b] = 32
         a = b + 1

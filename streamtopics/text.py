@@ -55,9 +55,10 @@ class Tokenizer:
     strip_mail
         Read the text as :func:`~streamtopics.mail.strip_mail` leaves it: a leading mail or news
         header block gives only its subject, and attribution lines ("... writes:"), e-mail
-        addresses, URLs and lines of encoded data give no tokens. Streamed raw, 20 Newsgroups posts gave 7-10 of 20
-        topics made of header and address words ("edu nntp host posting"), none stripped; see
-        BENCHMARKS.md, "Mail and news text". Text without these is tokenized as before.
+        addresses, URLs and lines of encoded data give no tokens. Streamed raw, 20 Newsgroups
+        posts gave 7-10 of 20 topics made of header and address words ("edu nntp host
+        posting"), none stripped; see BENCHMARKS.md, "Mail and news text". Text without these is
+        tokenized as before.
 
     Examples
     --------

@@ -85,7 +85,8 @@ FRAGMENTS = ["From: a@b.org", "Subject: Re: grain", "Keywords: wheat", "Lines: 3
              "\tfolded", "", "\r", "In article <x@y> ann", " > In article 9", "> In article z@q", "bob writes:",
              "Ann WROTE:", "Ann Wrote: \x0b", "wrote: more", "mail ann@x.org now", "see http://x.org/a",
              "www.x.com", "wwww.x", "a://b", "@deco.x", "a@b", "x@@y.z", "@a@b.c", "plain words here", "colon:",
-             "naive", "\x0bend writes:\x0c", "\x1c", "M" * 25, "qZ+/" * 8, "a@b.c" * 6, "|In article <q>", "Subject:Re:x@y", "Summary:\tspace ://"]
+             "naive", "\x0bend writes:\x0c", "\x1c", "M" * 25, "qZ+/" * 8, "a@b.c" * 6, "|In article <q>",
+             "Subject:Re:x@y", "Summary:\tspace ://"]
 
 
 def test_the_compiled_pass_leaves_the_words_strip_mail_leaves():
