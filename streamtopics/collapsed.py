@@ -73,7 +73,9 @@ class CollapsedShares:
         self.topic_ids, self.weights, self.doc_topic = topic_ids, weights, doc_topic
         self.seed_topic_word = seed_topic_word
         self.word_topic = np.zeros((n_words, doc_topic.shape[1]))
-        _add_word_topic(batch.indices, batch.counts, topic_ids, weights, self.word_topic)
+        self._word_runs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        order, starts, _ = self._runs(SWEEP_BLOCKS)
+        _add_word_topic(order, starts, batch.counts, topic_ids, weights, self.word_topic)
 
     @classmethod
     def seeded(cls, batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None,
@@ -94,29 +96,40 @@ class CollapsedShares:
 
     def topic_word(self, smoothing: float) -> np.ndarray:
         """``(n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds keeps its seed column."""
-        totals = self.word_topic.sum(axis=0)
-        out = (self.word_topic + smoothing) / (totals + self.word_topic.shape[0] * smoothing)
-        empty = totals <= 0
-        out[:, empty] = self.seed_topic_word[:, empty]
+        out = np.empty_like(self.word_topic)
+        _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, out)
         return out
 
     def sweep(self, document_prior: float, smoothing: float, blocks: int = SWEEP_BLOCKS) -> None:
         """One CVB0 sweep over every entry, ``blocks`` blocks of documents in turn, each against
         the topic-word counts its predecessors left."""
         batch = self.batch
-        edges = np.linspace(0, len(batch), min(blocks, len(batch)) + 1).astype(np.int64)
-        for first, end in zip(edges[:-1], edges[1:]):
+        order, starts, edges = self._runs(blocks)
+        phi = np.empty_like(self.word_topic)
+        for block, (first, end) in enumerate(zip(edges[:-1], edges[1:])):
             lo, hi = batch.indptr[first], batch.indptr[end]
             moved = end < len(batch)  # the last block's changes go into the sum below instead
             if moved:
                 ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
-            _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, self.topic_word(smoothing),
+            _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, phi)
+            _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, phi,
                    float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
             if moved:
-                _move_word_topic(batch.indices[lo:hi], batch.counts[lo:hi], ids_before, weights_before,
-                                 self.topic_ids[lo:hi], self.weights[lo:hi], self.word_topic)
+                _move_word_topic(order, starts[block], lo, batch.counts, ids_before, weights_before,
+                                 self.topic_ids, self.weights, self.word_topic)
         self.word_topic[:] = 0.0  # summed afresh: no rounding carried from sweep to sweep
-        _add_word_topic(batch.indices, batch.counts, self.topic_ids, self.weights, self.word_topic)
+        _add_word_topic(order, starts, batch.counts, self.topic_ids, self.weights, self.word_topic)
+
+    def _runs(self, blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries ordered by block, word and position (:func:`_block_word_runs`), and the
+        blocks' first documents (the last edge is the number of documents); built once per
+        number of blocks."""
+        if blocks not in self._word_runs:
+            batch = self.batch
+            edges = np.linspace(0, len(batch), min(blocks, len(batch)) + 1).astype(np.int64)
+            order, starts = _block_word_runs(batch.indices, batch.indptr[edges], self.word_topic.shape[0])
+            self._word_runs[blocks] = order, starts, edges
+        return self._word_runs[blocks]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -268,17 +281,70 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
 
 
 @njit(cache=True, nogil=True)
-def _move_word_topic(indices, counts, ids_before, weights_before, ids, weights, word_topic):
-    """``n_wk`` moved from each entry's previous shares to its new ones, in entry order."""
-    for e in range(indices.size):
-        for t in range(ids.shape[1]):
-            word_topic[indices[e], ids_before[e, t]] -= counts[e] * weights_before[e, t]
-            word_topic[indices[e], ids[e, t]] += counts[e] * weights[e, t]
+def _block_word_runs(indices, entry_edges, n_words):
+    """The entries ordered by (block, word, position): ``order`` lists them, and the entries of
+    word ``w`` in block ``b`` are ``order[starts[b, w]:starts[b, w + 1]]`` (``starts[b, n_words]``
+    ends the block). The topic-word counts are then updated a word at a time, in parallel over
+    words, each word's entries in entry order: the same sums as one pass in entry order, and rows
+    of ``n_wk`` visited one after another instead of at random (1.6-1.8 times as fast at K = 101,
+    before the second thread)."""
+    n_blocks = entry_edges.size - 1
+    starts = np.zeros((n_blocks, n_words + 1), np.int64)
+    for b in range(n_blocks):
+        for e in range(entry_edges[b], entry_edges[b + 1]):
+            starts[b, indices[e] + 1] += 1
+    running = 0
+    for b in range(n_blocks):
+        for w in range(n_words + 1):
+            running += starts[b, w]
+            starts[b, w] = running
+    order = np.empty(indices.size, np.int32)  # a reservoir's entries: far below 2**31
+    cursor = starts.copy()
+    for b in range(n_blocks):
+        for e in range(entry_edges[b], entry_edges[b + 1]):
+            order[cursor[b, indices[e]]] = e
+            cursor[b, indices[e]] += 1
+    return order, starts
 
 
-@njit(cache=True, nogil=True)
-def _add_word_topic(indices, counts, ids, weights, word_topic):
-    """``n_wk += c_e s_e,k`` over every entry, in entry order (the same sum whatever the threads)."""
-    for e in range(indices.size):
-        for t in range(ids.shape[1]):
-            word_topic[indices[e], ids[e, t]] += counts[e] * weights[e, t]
+@njit(cache=True, nogil=True, parallel=True)
+def _topic_word(word_topic, smoothing, seed_topic_word, out):
+    """``out = (n_wk + smoothing) / (n_k + V smoothing)``, rows in parallel; a topic no entry holds
+    takes its seed column. ``n_k`` is summed over the words in order (the same whatever the
+    threads)."""
+    n_words, n_topics = word_topic.shape
+    totals = np.zeros(n_topics)
+    for w in range(n_words):
+        for k in range(n_topics):
+            totals[k] += word_topic[w, k]
+    for w in prange(n_words):
+        for k in range(n_topics):
+            if totals[k] > 0:
+                out[w, k] = (word_topic[w, k] + smoothing) / (totals[k] + n_words * smoothing)
+            else:
+                out[w, k] = seed_topic_word[w, k]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _move_word_topic(order, block_starts, first_entry, counts, ids_before, weights_before, ids, weights, word_topic):
+    """``n_wk`` moved from the block's entries' previous shares (``ids_before``, ``weights_before``:
+    rows from ``first_entry`` on) to their new ones, words in parallel, each word's entries in
+    entry order (``block_starts``: the block's row of :func:`_block_word_runs`' starts)."""
+    for w in prange(word_topic.shape[0]):
+        for i in range(block_starts[w], block_starts[w + 1]):
+            e = order[i]
+            for t in range(ids.shape[1]):
+                word_topic[w, ids_before[e - first_entry, t]] -= counts[e] * weights_before[e - first_entry, t]
+                word_topic[w, ids[e, t]] += counts[e] * weights[e, t]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _add_word_topic(order, starts, counts, ids, weights, word_topic):
+    """``n_wk += c_e s_e,k`` over every entry, words in parallel, each word's entries in entry order
+    (the same sums whatever the threads)."""
+    for w in prange(word_topic.shape[0]):
+        for b in range(starts.shape[0]):
+            for i in range(starts[b, w], starts[b, w + 1]):
+                e = order[i]
+                for t in range(ids.shape[1]):
+                    word_topic[w, ids[e, t]] += counts[e] * weights[e, t]
