@@ -115,8 +115,8 @@ class CollapsedShares:
             _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, phi,
                    float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
             if moved:
-                _move_word_topic(order, starts[block], lo, batch.counts, ids_before, weights_before,
-                                 self.topic_ids, self.weights, self.word_topic)
+                _move_word_topic(order, starts[block:block + 1], batch.counts, self.topic_ids, self.weights,
+                                 self.word_topic, ids_before, weights_before, lo)
         self.word_topic[:] = 0.0  # summed afresh: no rounding carried from sweep to sweep
         _add_word_topic(order, starts, batch.counts, self.topic_ids, self.weights, self.word_topic)
 
@@ -307,17 +307,16 @@ def _block_word_runs(indices, entry_edges, n_words):
     return order, starts
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _topic_word(word_topic, smoothing, seed_topic_word, out):
-    """``out = (n_wk + smoothing) / (n_k + V smoothing)``, rows in parallel; a topic no entry holds
-    takes its seed column. ``n_k`` is summed over the words in order (the same whatever the
-    threads)."""
+    """``out = (n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds takes its seed
+    column."""
     n_words, n_topics = word_topic.shape
     totals = np.zeros(n_topics)
     for w in range(n_words):
         for k in range(n_topics):
             totals[k] += word_topic[w, k]
-    for w in prange(n_words):
+    for w in range(n_words):
         for k in range(n_topics):
             if totals[k] > 0:
                 out[w, k] = (word_topic[w, k] + smoothing) / (totals[k] + n_words * smoothing)
@@ -325,26 +324,30 @@ def _topic_word(word_topic, smoothing, seed_topic_word, out):
                 out[w, k] = seed_topic_word[w, k]
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _move_word_topic(order, block_starts, first_entry, counts, ids_before, weights_before, ids, weights, word_topic):
-    """``n_wk`` moved from the block's entries' previous shares (``ids_before``, ``weights_before``:
-    rows from ``first_entry`` on) to their new ones, words in parallel, each word's entries in
-    entry order (``block_starts``: the block's row of :func:`_block_word_runs`' starts)."""
-    for w in prange(word_topic.shape[0]):
-        for i in range(block_starts[w], block_starts[w + 1]):
-            e = order[i]
-            for t in range(ids.shape[1]):
-                word_topic[w, ids_before[e - first_entry, t]] -= counts[e] * weights_before[e - first_entry, t]
-                word_topic[w, ids[e, t]] += counts[e] * weights[e, t]
-
-
-@njit(cache=True, nogil=True, parallel=True)
 def _add_word_topic(order, starts, counts, ids, weights, word_topic):
-    """``n_wk += c_e s_e,k`` over every entry, words in parallel, each word's entries in entry order
-    (the same sums whatever the threads)."""
+    """``n_wk += c_e s_e,k`` over the entries of the blocks whose rows of :func:`_block_word_runs`'
+    starts are given (the same sums whatever the threads)."""
+    _word_topic_runs(order, starts, counts, ids, weights, word_topic, ids, weights, 0, False)
+
+
+def _move_word_topic(order, starts, counts, ids, weights, word_topic, ids_before, weights_before, first_entry):
+    """``n_wk`` moved from the entries' previous shares (``ids_before``, ``weights_before``: rows
+    from entry ``first_entry`` on) to their new ones, over the blocks whose starts are given."""
+    _word_topic_runs(order, starts, counts, ids, weights, word_topic, ids_before, weights_before, first_entry, True)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _word_topic_runs(order, starts, counts, ids, weights, word_topic, ids_before, weights_before, first_entry,
+                     moving):
+    """``n_wk += c_e s_e,k`` for the entries of the given blocks, words in parallel, each word's
+    entries in entry order; with ``moving``, each entry's previous shares are taken out first. One
+    parallel kernel for adding and moving: each one costs a first run about half a second to
+    compile."""
     for w in prange(word_topic.shape[0]):
         for b in range(starts.shape[0]):
             for i in range(starts[b, w], starts[b, w + 1]):
                 e = order[i]
                 for t in range(ids.shape[1]):
+                    if moving:
+                        word_topic[w, ids_before[e - first_entry, t]] -= counts[e] * weights_before[e - first_entry, t]
                     word_topic[w, ids[e, t]] += counts[e] * weights[e, t]
