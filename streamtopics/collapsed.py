@@ -284,10 +284,10 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
 def _block_word_runs(indices, entry_edges, n_words):
     """The entries ordered by (block, word, position): ``order`` lists them, and the entries of
     word ``w`` in block ``b`` are ``order[starts[b, w]:starts[b, w + 1]]`` (``starts[b, n_words]``
-    ends the block). The topic-word counts are then updated a word at a time, in parallel over
-    words, each word's entries in entry order: the same sums as one pass in entry order, and rows
-    of ``n_wk`` visited one after another instead of at random (1.6-1.8 times as fast at K = 101,
-    before the second thread)."""
+    ends the block). The topic-word counts can then be updated in parallel over words, each
+    word's entries in entry order: the same sums as one serial pass in entry order, whatever the
+    threads (at K = 101, 4.2 million entries: 0.053 s a pass against 0.087 s serial, in either
+    order)."""
     n_blocks = entry_edges.size - 1
     starts = np.zeros((n_blocks, n_words + 1), np.int64)
     for b in range(n_blocks):
