@@ -308,9 +308,9 @@ def _topic_word(word_topic, smoothing, seed_topic_word, out):
 @njit(cache=True, nogil=True, parallel=True)
 def _update_word_topic(indices, counts, ids, weights, word_topic, ids_before, weights_before, moving, owners, parts):
     """``n_wk += c_e s_e,k`` over the entries given; with ``moving`` each entry's previous shares
-    (``ids_before``, ``weights_before``) are taken out first. Each thread reads every entry in
-    order and updates only the rows of the words ``owners`` gives its part: a cell gets its changes in entry
-    order, the same sums as one serial pass, whatever the number of threads, and each thread's
+    (``ids_before``, ``weights_before``) are taken out first. Part p of ``parts`` reads every
+    entry in order and updates only the rows of the words with ``owners[w] == p``: a cell gets its
+    changes in entry order, the same sums as one serial pass whatever the split, and each thread's
     reads stay sequential. At K = 101 and 4.2 million entries a pass takes 0.042 s on 2 threads
     against 0.087 s serial; at K = 21 and V = 4,829 (the README's Reuters replay, whose counts fit
     in cache) the same as serial. One kernel for adding and moving: each parallel kernel costs a

@@ -5,7 +5,7 @@ import numba
 import numpy as np
 import pytest
 
-from streamtopics.collapsed import CollapsedShares, _keep_largest
+from streamtopics.collapsed import CollapsedShares, _keep_largest, _update_word_topic
 from streamtopics.config import ModelConfig
 from streamtopics.documents import DocumentBatch
 from streamtopics.evaluation import matched_l1
@@ -63,7 +63,29 @@ def test_a_sweep_is_the_reference_sweep(top, blocks):
     word_topic = np.zeros_like(shares.word_topic)
     for e, w in enumerate(docs.indices):
         word_topic[w, shares.topic_ids[e]] += docs.counts[e] * shares.weights[e]
-    np.testing.assert_array_equal(shares.word_topic, word_topic)  # the same sums: each word's entries in entry order
+    np.testing.assert_array_equal(shares.word_topic, word_topic)  # each cell's changes in entry order, as here
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_any_split_of_the_words_between_threads_gives_the_sums_of_one_pass_in_entry_order(moving):
+    rng = np.random.default_rng(5)
+    n_entries, n_words, n_topics, top = 3000, 40, 7, 3
+    indices = rng.integers(0, n_words, n_entries).astype(np.int32)
+    counts = rng.integers(1, 5, n_entries).astype(np.float64)
+    ids, ids_before = (rng.integers(0, n_topics, (n_entries, top)).astype(np.int16) for _ in range(2))
+    weights, weights_before = (rng.dirichlet(np.ones(top), n_entries).astype(np.float32) for _ in range(2))
+    start = rng.random((n_words, n_topics)) * 100
+    expected = start.copy()
+    for e in range(n_entries):
+        for t in range(top):
+            if moving:
+                expected[indices[e], ids_before[e, t]] -= counts[e] * weights_before[e, t]
+            expected[indices[e], ids[e, t]] += counts[e] * weights[e, t]
+    for parts in (1, 2, 5):
+        owners = rng.integers(0, parts, n_words).astype(np.int32)  # any split, ranges or not
+        word_topic = start.copy()
+        _update_word_topic(indices, counts, ids, weights, word_topic, ids_before, weights_before, moving, owners, parts)
+        np.testing.assert_array_equal(word_topic, expected)
 
 
 def test_the_counts_keep_every_token_and_the_topics_are_distributions():
