@@ -44,11 +44,12 @@ from numba import njit, prange
 
 from .documents import DocumentBatch
 from .inference import infer_mixtures
-from .prefetch import ROWS_AHEAD, prefetch_row
+from .prefetch import ROWS_AHEAD, prefetch, prefetch_row
 
 TOP_TOPICS = 4  # topics kept per entry (see the module docstring for what was measured)
 SWEEP_BLOCKS = 8  # blocks of documents per sweep, phi brought up to date after each (module docstring)
 SEED_UPDATES = 10  # multiplicative updates fitting the documents' mixtures to the seed, for the first shares
+ENTRIES_AHEAD = 16  # the n_wk cells an entry updates are prefetched this many entries ahead (_update_word_topic)
 
 
 class CollapsedShares:
@@ -313,10 +314,22 @@ def _update_word_topic(indices, counts, ids, weights, word_topic, ids_before, we
     changes in entry order, the same sums as one serial pass whatever the split, and each thread's
     reads stay sequential. At K = 101 and 4.2 million entries a pass takes 0.042 s on 2 threads
     against 0.087 s serial; at K = 21 and V = 4,829 (the README's Reuters replay, whose counts fit
-    in cache) the same as serial. One kernel for adding and moving: each parallel kernel costs a
-    first run about half a second to compile."""
+    in cache) the same as serial. The cells an entry updates (its own and, moving, its previous
+    topics' in its word's row) are scattered over n_wk: each thread prefetches them for its entry
+    :data:`ENTRIES_AHEAD` ahead, which made a pass 1.5-2 times as fast at K = 101, V = 15,000
+    (BENCHMARKS.md, "Prefetched topic-word cells"). One kernel for adding and moving: each
+    parallel kernel costs a first run about half a second to compile."""
+    flat = word_topic.reshape(-1)
+    n_topics = word_topic.shape[1]
     for part in prange(parts):
         for e in range(indices.size):
+            ahead = e + ENTRIES_AHEAD
+            if ahead < indices.size and owners[indices[ahead]] == part:
+                row = indices[ahead] * n_topics
+                for t in range(ids.shape[1]):
+                    prefetch(flat, row + ids[ahead, t])
+                    if moving:
+                        prefetch(flat, row + ids_before[ahead, t])
             w = indices[e]
             if owners[w] != part:
                 continue
