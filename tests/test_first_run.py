@@ -130,3 +130,39 @@ def test_the_paced_live_source_passes_everything_on_and_pauses_after_each_snapsh
     assert [c[:4] for c in live.calls if c[0] == "snapshot"] == [("snapshot", "s1", "p1", "m"),
                                                                   ("snapshot", "s2", None, None)]
     assert [c for c in live.calls if c[0] != "snapshot"] == [("progress", "r"), ("finish",)]
+
+
+def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_refresh(tmp_path):
+    """With an empty numba cache ``compile_ahead`` starts the helper; once it is done, a model's
+    refresh in a new process compiles kernels (recovery's) but none of the refinement's modules,
+    and ``compile_ahead`` starts no helper again (kernels are cached)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    first = ("from consumers.kernel_cache import compile_ahead; helper = compile_ahead(); "
+             "print(helper is not None, helper.wait() if helper else None)")
+    result = subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=600)
+    assert result.stdout.split() == ["True", "0"], result.stderr
+    refresh = textwrap.dedent("""
+        from numba.core import event
+        compiled = set()
+        class Compiled(event.Listener):
+            def on_start(self, ev):
+                pass
+            def on_end(self, ev):
+                compiled.add(ev.data["dispatcher"].py_func.__module__)
+        event.register("numba:compile", Compiled())
+        from consumers.kernel_cache import compile_ahead
+        from streamtopics import StreamingTopicModel
+        from streamtopics.kernel_warmup import MODULES
+        from streamtopics.synthetic import semi_synthetic, separable_topics
+        truth = separable_topics(60, 3, seed=1)
+        documents, _ = semi_synthetic(truth.topic_word, 400, doc_length=40, seed=2)
+        model = StreamingTopicModel(3, vocabulary=[f"w{i}" for i in range(60)])
+        model.learn_many(documents)
+        model.refresh()
+        print(model.last_refresh["refinement_sweeps"] > 0, compile_ahead() is None,
+              "streamtopics.recovery" in compiled, sorted(compiled & set(MODULES)))
+    """)
+    result = subprocess.run([sys.executable, "-c", refresh], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=600)
+    assert result.stdout.strip() == "True True True []", result.stderr
