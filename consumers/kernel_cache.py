@@ -67,6 +67,14 @@ def compile_ahead() -> subprocess.Popen | None:
     return helper
 
 
+def announce_first_compile(say) -> None:
+    """On a first run, ``say`` the compile message and start the helper (:func:`compile_ahead`):
+    what the commands that refresh do before they start."""
+    if first_compile():
+        say(COMPILING_MESSAGE)
+        compile_ahead()
+
+
 def _cache_writable(kernel: Dispatcher) -> bool:
     try:
         CompileResultCacheImpl(kernel.py_func)

@@ -18,6 +18,7 @@ disagree.
 from __future__ import annotations
 
 import json
+import logging
 import typing
 from dataclasses import MISSING, fields
 
@@ -25,6 +26,7 @@ import click
 
 from ..consumer_config import ENV_PREFIX, ConsumerConfig, field_kinds
 from ..group import run_group
+from ..kernel_cache import announce_first_compile
 from ..kafka_consumer import TopicModelConsumer
 from ..signals import ignore_stop_signals
 from .group import group_options, setup_logging
@@ -113,6 +115,7 @@ def consume(config_file, show_config, log_level, workers, member_prefix, group_s
                                member_prefix=member_prefix))
         except ValueError as error:
             raise click.UsageError(str(error)) from error
+    announce_first_compile(logging.getLogger("streamtopics.consume").info)
     service = TopicModelConsumer(config)
     service.install_signal_handlers()
     metrics = service.run()

@@ -14,7 +14,7 @@ from streamtopics import StreamingTopicModel
 
 from .. import builtin_corpus
 from ..extras import missing_modules
-from ..kernel_cache import COMPILING_MESSAGE, compile_ahead, first_compile
+from ..kernel_cache import announce_first_compile
 from ..replay import Replay
 from .console import Console, topic_table
 from .options import live_service, serve_options, serve_until_interrupted
@@ -43,9 +43,7 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
     version = ".".join(map(str, sys.version_info[:3]))
     console.echo(f"streamtopics demo: replaying the docstrings of the Python {version} standard library "
                  f"({n_topics} topics, a snapshot every {snapshot_every} documents) into {out}")
-    if first_compile():
-        console.echo(COMPILING_MESSAGE)
-        compile_ahead()
+    announce_first_compile(console.echo)
     prepare_out(out, force=True)
     model = StreamingTopicModel(n_topics, vocabulary_size=3000, warmup_documents=800,
                                 tokenizer=builtin_corpus.tokenizer())

@@ -11,6 +11,7 @@ import click
 
 from ..consumer_config import ConsumerConfig
 from ..group import Refresher, Worker
+from ..kernel_cache import announce_first_compile
 from ..signals import ignore_stop_signals
 from ..store import DirectoryStateStore, coverage, overlaps
 
@@ -49,6 +50,7 @@ def worker_command(config_file, store, member, log_level):
 def refresher_command(config_file, store, interval, log_level):
     """The refresher: merge the newest partial states, refresh, publish."""
     setup_logging(log_level)
+    announce_first_compile(logging.getLogger("streamtopics.refresher").info)
     refresher = Refresher(ConsumerConfig.load(config_file), DirectoryStateStore(store), interval)
     refresher.install_signal_handlers()
     refresher.run()

@@ -9,7 +9,7 @@ import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
-from ..kernel_cache import COMPILING_MESSAGE, compile_ahead, first_compile
+from ..kernel_cache import announce_first_compile
 from ..replay import Replay, ReplaySummary, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
@@ -209,9 +209,7 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
       streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 20000 --dask local:4
     """
     console = Console(quiet)
-    if first_compile():
-        console.echo(COMPILING_MESSAGE)
-        compile_ahead()
+    announce_first_compile(console.echo)
     kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
     if dask_scheduler:
         clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
