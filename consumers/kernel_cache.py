@@ -55,8 +55,8 @@ def compile_ahead() -> subprocess.Popen | None:
     """On a first run (:func:`first_compile`), start a helper process that compiles the
     refinement's kernels (:mod:`streamtopics.kernel_warmup`, about half of the compile time) while
     this one compiles the text, ingest and recovery kernels: its first refresh then loads them
-    from numba's cache. On two cores the demo's first run took 36-40 s instead of 67 s (AMD EPYC,
-    2026-11-27). The helper is stopped when this process exits. None on later runs, or where numba
+    from numba's cache. On two cores the demo's first run took half as long (median 38.5 s against
+    75.4 s, AMD EPYC, 2026-11-27: ``python -m benchmarks.first_run``). The helper is stopped when this process exits. None on later runs, or where numba
     has no writable cache (nothing to share)."""
     if not first_compile() or not _cache_writable(kernels()[0]):
         return None

@@ -26,8 +26,8 @@ import click
 
 from ..consumer_config import ENV_PREFIX, ConsumerConfig, field_kinds
 from ..group import run_group
-from ..kernel_cache import announce_first_compile
 from ..kafka_consumer import TopicModelConsumer
+from ..kernel_cache import announce_first_compile
 from ..signals import ignore_stop_signals
 from .group import group_options, setup_logging
 
