@@ -56,13 +56,17 @@ def compile_ahead() -> subprocess.Popen | None:
     refinement's kernels (:mod:`streamtopics.kernel_warmup`, about half of the compile time) while
     this one compiles the text, ingest and recovery kernels: its first refresh then loads them
     from numba's cache. On two cores the demo's first run took half as long (median 38.5 s against
-    75.4 s, AMD EPYC, 2026-11-27: ``python -m benchmarks.first_run``). The helper is stopped when this process exits. None on later runs, or where numba
-    has no writable cache (nothing to share)."""
-    if not first_compile() or not _cache_writable(kernels()[0]):
+    75.4 s, AMD EPYC, 2026-11-27: ``python -m benchmarks.first_run``). The helper is stopped when
+    this process exits. None on later runs, where numba has no writable cache (nothing to share)
+    or where no interpreter can be started."""
+    if not sys.executable or not first_compile() or not _cache_writable(kernels()[0]):
         return None
-    helper = subprocess.Popen([sys.executable, "-c", "from streamtopics.kernel_warmup import compile_refinement_kernels;"
-                               " compile_refinement_kernels()"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        helper = subprocess.Popen([sys.executable, "-c", "from streamtopics.kernel_warmup import "
+                                   "compile_refinement_kernels; compile_refinement_kernels()"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:  # no interpreter to start (an embedded Python): the run compiles everything itself
+        return None
     atexit.register(_stop, helper)
     return helper
 

@@ -166,3 +166,16 @@ def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_
     result = subprocess.run([sys.executable, "-c", refresh], capture_output=True, text=True, cwd=ROOT, env=env,
                             timeout=600)
     assert result.stdout.strip() == "True True True []", result.stderr
+
+
+def test_compile_ahead_starts_nothing_without_an_interpreter_to_start_and_the_run_goes_on(monkeypatch):
+    from consumers import kernel_cache
+
+    said = []
+    monkeypatch.setattr(kernel_cache, "first_compile", lambda: True)  # as on a first run
+    monkeypatch.setattr(sys, "executable", str(ROOT / "no-such-python"))
+    assert kernel_cache.compile_ahead() is None
+    kernel_cache.announce_first_compile(said.append)
+    assert said == [kernel_cache.COMPILING_MESSAGE]
+    monkeypatch.setattr(sys, "executable", "")
+    assert kernel_cache.compile_ahead() is None
