@@ -37,11 +37,19 @@ def kernels() -> list[Dispatcher]:
     return found
 
 
+def _cache_of(kernel: Dispatcher) -> CompileResultCacheImpl | None:
+    """numba's on-disk cache for ``kernel``; None where there is no writable cache location
+    (numba then compiles on every run)."""
+    try:
+        return CompileResultCacheImpl(kernel.py_func)
+    except RuntimeError:
+        return None
+
+
 def is_cached(kernel: Dispatcher) -> bool:
     """Whether numba's cache has an index for ``kernel`` that is newer than its source."""
-    try:
-        cache = CompileResultCacheImpl(kernel.py_func)
-    except RuntimeError:  # no writable cache location: numba compiles on every run
+    cache = _cache_of(kernel)
+    if cache is None:
         return False
     index = Path(cache.locator.get_cache_path()) / f"{cache.filename_base}.nbi"
     source = Path(inspect.getfile(kernel.py_func))
@@ -55,11 +63,23 @@ def compile_ahead() -> subprocess.Popen | None:
     """On a first run (:func:`first_compile`), start a helper process that compiles the
     refinement's kernels (:mod:`streamtopics.kernel_warmup`, about half of the compile time) while
     this one compiles the text, ingest and recovery kernels: its first refresh then loads them
-    from numba's cache. On two cores the demo's first run took half as long (median 38.5 s against
-    75.4 s, AMD EPYC, 2026-11-27: ``python -m benchmarks.first_run``). The helper is stopped when
-    this process exits. None on later runs, where numba has no writable cache (nothing to share)
-    or where no interpreter can be started."""
-    if not sys.executable or not first_compile() or not _cache_writable(kernels()[0]):
+    from numba's cache. On two cores the demo's first run took 0.5-0.6 times as long (medians
+    38.5 / 43.7 s against 75.4 / 72.5 s, AMD EPYC, 2026-11-27: ``python -m benchmarks.first_run``).
+    The helper is stopped when this process exits. None on later runs, where numba has no
+    writable cache (nothing to share) or where no interpreter can be started."""
+    return _start_helper() if first_compile() else None
+
+
+def announce_first_compile(say) -> None:
+    """On a first run, ``say`` the compile message and start the helper (:func:`compile_ahead`):
+    what the commands that refresh do before they start."""
+    if first_compile():
+        say(COMPILING_MESSAGE)
+        _start_helper()
+
+
+def _start_helper() -> subprocess.Popen | None:
+    if not sys.executable or _cache_of(kernels()[0]) is None:
         return None
     try:
         helper = subprocess.Popen([sys.executable, "-c", "from streamtopics.kernel_warmup import "
@@ -69,22 +89,6 @@ def compile_ahead() -> subprocess.Popen | None:
         return None
     atexit.register(_stop, helper)
     return helper
-
-
-def announce_first_compile(say) -> None:
-    """On a first run, ``say`` the compile message and start the helper (:func:`compile_ahead`):
-    what the commands that refresh do before they start."""
-    if first_compile():
-        say(COMPILING_MESSAGE)
-        compile_ahead()
-
-
-def _cache_writable(kernel: Dispatcher) -> bool:
-    try:
-        CompileResultCacheImpl(kernel.py_func)
-    except RuntimeError:
-        return False
-    return True
 
 
 def _stop(helper: subprocess.Popen) -> None:
