@@ -317,8 +317,9 @@ def _update_word_topic(indices, counts, ids, weights, word_topic, ids_before, we
     in cache) the same as serial. The cells an entry updates (its own and, moving, its previous
     topics' in its word's row) are scattered over n_wk: each thread prefetches them for its entry
     :data:`ENTRIES_AHEAD` ahead, which made a pass 1.5-2 times as fast at K = 101, V = 15,000 on
-    an AMD EPYC, where a pass had taken 0.12 s (BENCHMARKS.md, "Prefetched topic-word cells"). One kernel for adding and moving: each
-    parallel kernel costs a first run about half a second to compile."""
+    an AMD EPYC, where a pass had taken 0.12 s (BENCHMARKS.md, "Prefetched topic-word cells").
+    One kernel for adding and moving: each parallel kernel costs a first run about half a second
+    to compile."""
     flat = word_topic.reshape(-1)
     n_topics = word_topic.shape[1]
     for part in prange(parts):
