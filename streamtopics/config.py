@@ -19,6 +19,10 @@ STATISTICS = ("exact", "sketch", "auto")
 #: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at
 #: 20,000 words) and sketches above it (BENCHMARKS.md, large vocabularies).
 SKETCH_ABOVE_WORDS = 20_000
+REFINE_DEVICES = ("cpu", "cuda", "auto")
+#: ``refine_device="cuda"``: the most columns (topics and the background) a GPU thread's local arrays hold
+#: (:mod:`~streamtopics.gpu`); more topics refine on the CPU.
+DEVICE_MAX_COLUMNS = 512
 #: ``reservoir_size="auto"``: the refinement's cost grows with its documents times the topics, so
 #: the reservoir is a fixed budget of topic-documents (16,000 documents at K = 100, the cost the
 #: defaults were measured with), between 16,000 and 50,000 documents: 50,000 for K <= 32, 32,000 at
@@ -85,6 +89,8 @@ class ModelConfig:
         "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
+    refine_device: str = _setting(
+        "cpu", f"Where the refinement runs: one of {REFINE_DEVICES} ('auto': a CUDA device where numba finds one).")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
     admit_df: int = _setting(20, "Documents an unknown word must occur in to join an open vocabulary.")
     vocabulary_sketch_size: int = _setting(1000, "Counters of the open vocabulary's sketch of unknown words.")
@@ -127,6 +133,10 @@ class ModelConfig:
             raise ValueError("burn_in is a number of refreshes, at least 0")
         if int(self.refine_sweeps) < 0:
             raise ValueError("refine_sweeps is a number of CVB0 sweeps, at least 0")
+        if self.refine_device not in REFINE_DEVICES:
+            raise ValueError(f"refine_device must be one of {REFINE_DEVICES}")
+        if self.refine_device == "cuda" and self.n_topics + 1 > DEVICE_MAX_COLUMNS:
+            raise ValueError(f"refine_device='cuda' refines at most {DEVICE_MAX_COLUMNS - 1} topics")
         if int(self.anchor_rectification) < 0:
             raise ValueError("anchor_rectification is a number of projection steps, at least 0")
         if self.reservoir_size != "auto":
@@ -192,6 +202,18 @@ class ModelConfig:
 
         size = self.resolved_sketch_size()
         return min(size, self.sketch_rank) if self.sketch_rank else default_sketch_rank(self.n_topics, size)
+
+    def resolved_refine_device(self, n_columns: int) -> str:
+        """``"cpu"`` or ``"cuda"`` for a refinement of ``n_columns`` columns (``refine_device``);
+        ``"cuda"`` without a device raises RuntimeError."""
+        if self.refine_device == "cpu":
+            return "cpu"
+        from .gpu import cuda_available
+
+        found = cuda_available()
+        if self.refine_device == "cuda" and not found:
+            raise RuntimeError("refine_device='cuda', but numba finds no CUDA device ('auto' falls back on the CPU)")
+        return "cuda" if found and n_columns <= DEVICE_MAX_COLUMNS else "cpu"
 
     def resolved_reservoir_size(self) -> int:
         """The refinement reservoir's capacity in documents (``reservoir_size``)."""

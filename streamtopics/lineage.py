@@ -108,7 +108,8 @@ class RefreshState:
             columns = (result.topic_word if result.background is None
                        else np.column_stack([result.topic_word, result.background]))
             refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing,
-                                       sweeps=config.refine_sweeps)
+                                       sweeps=config.refine_sweeps,
+                                       device=config.resolved_refine_device(columns.shape[1]))
             topic_word = refinement.topic_word[:, : config.n_topics]
             if background_words is not None and background_words.any():  # the smoothing gave them some
                 topic_word = topic_word.copy()

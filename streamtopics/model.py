@@ -160,6 +160,11 @@ class StreamingTopicModel:
         from LDA's topics; CVB0 keeps LDA's priors and lowered the matched L1 to Gibbs truths in
         every cell of the quality protocol (BENCHMARKS.md, "CVB0 after KL-tEM"), at a cost that
         grows with the reservoir's entries times K.
+    refine_device
+        Where the refinement runs: ``"cpu"`` (default), ``"cuda"`` (a CUDA device through numba:
+        the E-steps, M-steps and CVB0 sweeps, one GPU thread per document or word,
+        :mod:`~streamtopics.gpu`; at most 511 topics; the topics equal the CPU's to rounding) or
+        ``"auto"`` (``"cuda"`` where numba finds a device, else the CPU).
     background_topic
         Recover a background distribution next to the K topics (``snapshot.background``): the
         unigram distribution joins the anchors as one more pseudo-anchor, and the part of each
