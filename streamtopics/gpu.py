@@ -118,10 +118,11 @@ class DeviceBatch:
         self.word_chunks = cuda.to_device(first_chunk)
 
 
-def infer_mixtures(batch: DeviceBatch, topic_word, start: np.ndarray, max_iter: int, tol: float) -> np.ndarray:
-    """:func:`~streamtopics.inference.infer_mixtures` with ``start`` on the device, in float64;
-    ``topic_word`` is a host array or a device array. Returns the mixtures on the host."""
-    topics = cuda.to_device(np.ascontiguousarray(topic_word, np.float64)) if isinstance(topic_word, np.ndarray) else topic_word
+def infer_mixtures(batch: DeviceBatch, topic_word: np.ndarray, start: np.ndarray, max_iter: int,
+                   tol: float) -> np.ndarray:
+    """:func:`~streamtopics.inference.infer_mixtures` from ``start`` on the device, in float64.
+    Returns the mixtures on the host."""
+    topics = cuda.to_device(np.ascontiguousarray(topic_word, np.float64))
     mixtures = cuda.to_device(np.ascontiguousarray(start, np.float64))
     _warps(_infer, batch.n_docs)(batch.indptr, batch.indices, batch.counts, topics, mixtures, int(max_iter),
                                  float(tol))
@@ -172,7 +173,8 @@ class CollapsedShares:
     def _phi(self, smoothing: float, out) -> None:
         n_words, n_topics = self.word_topic.shape
         _blocks(_column_totals, n_topics)(self.word_topic, self.totals)
-        _threads(_topic_word, n_words * n_topics)(self.word_topic, self.totals, float(smoothing), self.seed_topic_word, out)
+        _threads(_topic_word, n_words * n_topics)(self.word_topic, self.totals, float(smoothing),
+                                                  self.seed_topic_word, out)
 
     def sweep(self, document_prior: float, smoothing: float, blocks: int) -> None:
         """One CVB0 sweep, ``blocks`` blocks of documents in turn, as the CPU's sweep."""

@@ -89,6 +89,15 @@ def model_options(function):
     return function
 
 
+def device_option(function):
+    """--refine-device: where each refresh's refinement runs."""
+    return click.option(
+        "--refine-device", type=click.Choice(model_config.REFINE_DEVICES),
+        default=model_config.default("refine_device"), show_default=True,
+        help=model_config.doc("refine_device") + " cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "
+             "(cu12 for a CUDA 12 driver).")(function)
+
+
 def topic_options(function):
     """What the topics are made of: stop words, document-frequency limits, identity matching."""
     options = [

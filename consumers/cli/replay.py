@@ -15,8 +15,8 @@ from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
 from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
-from .options import (live_service, model_options, parse_duration, serve_options, serve_until_interrupted,
-                      source_kwargs, source_options, topic_options, topic_settings)
+from .options import (device_option, live_service, model_options, parse_duration, serve_options,
+                      serve_until_interrupted, source_kwargs, source_options, topic_options, topic_settings)
 
 
 def prepare_out(out: Path, force: bool) -> None:
@@ -167,6 +167,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
               help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
                    "Default: as fast as possible.")
 @model_options
+@device_option
 @topic_options
 @click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
               help="Forget: a document's weight halves every N documents after it (default: exact sums).")
@@ -190,7 +191,8 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
               help="Replay on a Dask cluster: tcp://HOST:8786 (a running `dask scheduler`) or local:N (N worker "
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, stop_words_file,
+           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, refine_device,
+           stop_words_file,
            strip_mail, max_df, min_df, match_threshold, burn_in, half_life, half_life_time, checkpoint_every,
            stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
@@ -239,8 +241,9 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
-                                    **forgetting, **topic_settings(stop_words_file, strip_mail, max_df, min_df,
-                                                                   match_threshold, burn_in))
+                                    refine_device=refine_device, **forgetting,
+                                    **topic_settings(stop_words_file, strip_mail, max_df, min_df, match_threshold,
+                                                     burn_in))
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
         if dask_scheduler:
