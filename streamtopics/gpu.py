@@ -386,6 +386,19 @@ def _share(kept, top, t):
     return numba.float32(max(kept[t], 0.0) / total if total > 0 else 1.0 / top)
 
 
+@cuda.jit(device=True, inline=True)
+def _store_shares(ids, weights, e, count, kept, kept_ids, top, lane, held):
+    """Row ``e`` of ``ids`` and ``weights`` from the warp's kept topics (lane 0 writes it), and
+    the entry's ``count`` times each share added to the document's topic counts, by the lane
+    holding that topic."""
+    for t in range(top):
+        share = _share(kept, top, t)
+        if lane == 0:
+            ids[e, t], weights[e, t] = kept_ids[t], share
+        if kept_ids[t] % 32 == lane:
+            held[kept_ids[t] // 32] += count * share
+
+
 @cuda.jit
 def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, doc_topic):
     """A warp per document: shares ``∝ A_wk theta_dk`` (largest kept), the document's topic counts."""
@@ -410,12 +423,7 @@ def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, do
         for i in range(slots):
             _offer(topic_word[w, lane + 32 * i] * theta[i], lane + 32 * i, best, best_ids, top)
         _keep_largest(best, best_ids, top, lane, kept, kept_ids)
-        for t in range(top):
-            share = _share(kept, top, t)
-            if lane == 0:
-                ids[e, t], weights[e, t] = kept_ids[t], share
-            if kept_ids[t] % 32 == lane:
-                held[kept_ids[t] // 32] += counts[e] * share
+        _store_shares(ids, weights, e, counts[e], kept, kept_ids, top, lane, held)
     for i in range(slots):
         doc_topic[d, lane + 32 * i] = held[i]
 
@@ -448,12 +456,7 @@ def _sweep(indptr, indices, counts, first, end, phi, document_prior, ids, weight
             _offer(phi[w, lane + 32 * i] * (max(held[i], 0.0) + document_prior), lane + 32 * i, best, best_ids, top)
         _keep_largest(best, best_ids, top, lane, kept, kept_ids)
         cuda.syncwarp()  # every lane has read row e's old shares before lane 0 overwrites them
-        for t in range(top):
-            share = _share(kept, top, t)
-            if lane == 0:
-                ids[e, t], weights[e, t] = kept_ids[t], share
-            if kept_ids[t] % 32 == lane:
-                held[kept_ids[t] // 32] += c * share
+        _store_shares(ids, weights, e, c, kept, kept_ids, top, lane, held)
     for i in range(slots):
         doc_topic[d, lane + 32 * i] = held[i]
 
