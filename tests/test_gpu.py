@@ -49,6 +49,18 @@ def test_cuda_without_a_device_is_a_clear_error_and_auto_falls_back():
     np.testing.assert_array_equal(_model("auto").refresh().topic_word, _model("cpu").refresh().topic_word)
 
 
+@pytest.mark.skipif(DEVICE, reason="this machine has a CUDA device")
+def test_replay_asked_for_cuda_without_a_device_stops_before_reading(tmp_path):
+    from click.testing import CliRunner
+
+    from consumers.cli import main
+
+    result = CliRunner().invoke(main, ["replay", "builtin", "--out", str(tmp_path / "run"), "--refine-device", "cuda"])
+    assert result.exit_code == 2, result.output
+    assert "numba finds no CUDA device" in result.output
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_setting_is_checked():
     with pytest.raises(ValueError, match="refine_device"):
         StreamingTopicModel(3, vocabulary=["a", "b", "c"], refine_device="gpu")
