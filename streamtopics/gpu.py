@@ -30,6 +30,7 @@ from numba import cuda, float64, int64
 from .config import DEVICE_MAX_COLUMNS as MAX_TOPICS
 from .collapsed import SEED_UPDATES, SWEEP_BLOCKS, TOP_TOPICS
 from .documents import DocumentBatch
+from .inference import starting_mixtures
 from .refinement import E_UPDATES, normalised_m_step
 
 if not hasattr(np, "row_stack"):
@@ -203,39 +204,24 @@ class DeviceRefinementSteps:
         self.fit, self.observed = DeviceBatch(fit, n_words), DeviceBatch(observed, n_words)
 
     def held_mixtures(self, topic_word: np.ndarray, start: np.ndarray | None, updates: int) -> np.ndarray:
-        start = _uniform(self.observed.n_docs, topic_word.shape[1]) if start is None else start
+        start = starting_mixtures(self.observed.n_docs, topic_word.shape[1]) if start is None else start
         return infer_mixtures(self.observed, topic_word, start, updates, 1e-5)
 
     def kl_tem_step(self, topic_word, mixtures, prior, smoothing) -> tuple[np.ndarray, np.ndarray]:
         if mixtures is None:
-            mixtures = _uniform(self.fit.n_docs, topic_word.shape[1], prior)
+            mixtures = starting_mixtures(self.fit.n_docs, topic_word.shape[1], prior)
         mixtures = infer_mixtures(self.fit, topic_word, mixtures, E_UPDATES, 1e-5)
         return normalised_m_step(m_step(self.fit, topic_word, mixtures), topic_word, smoothing), mixtures
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
                     smoothing: float) -> np.ndarray:
         if mixtures is None:
-            mixtures = infer_mixtures(self.fit, start, _uniform(self.fit.n_docs, start.shape[1]), SEED_UPDATES, 1e-5)
+            uniform = starting_mixtures(self.fit.n_docs, start.shape[1])
+            mixtures = infer_mixtures(self.fit, start, uniform, SEED_UPDATES, 1e-5)
         shares = CollapsedShares(self.fit, start, mixtures)
         for _ in range(sweeps):
             shares.sweep(document_prior, smoothing, SWEEP_BLOCKS)
         return shares.topic_word(smoothing)
-
-
-def _uniform(n_docs: int, n_topics: int, prior=None) -> np.ndarray:
-    """Every document's starting mixture: ``prior`` normalised, or uniform."""
-    first = np.full(n_topics, 1.0 / n_topics) if prior is None else np.asarray(prior, np.float64) / np.sum(prior)
-    return np.tile(first, (n_docs, 1))
-
-
-# The kernels. A *warp* (32 threads) works on one document or word, each lane on the topics
-# ``lane, lane + 32, ...`` (coalesced reads of a row, at most LANE_TOPICS each), sums over topics
-# by a butterfly of shuffles (every lane ends with the same, bit-identical value, so the lanes
-# take the same branches); where one thread per document did the work, a document's 100 topics
-# ran one after another on 1 of 32 lanes, and the refinement was no faster than 16 CPU threads.
-
-FULL_MASK = 0xFFFFFFFF
-LANE_TOPICS = MAX_TOPICS // 32
 
 
 @cuda.jit(device=True, inline=True)

@@ -122,6 +122,12 @@ def _infer_from(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
 _infer_serial = njit(cache=True, nogil=True)(_infer_from.py_func)  # the same kernel, no threads
 
 
+def starting_mixtures(n_docs: int, n_topics: int, prior=None) -> np.ndarray:
+    """Every document's starting mixture (``n_docs`` x ``n_topics``): ``prior`` normalised, or uniform."""
+    first = np.full(n_topics, 1.0 / n_topics) if prior is None else np.asarray(prior, np.float64) / np.sum(prior)
+    return np.tile(first, (n_docs, 1))
+
+
 def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max_iter: int = 200, tol: float = 1e-6,
                    start: np.ndarray | None = None, serial: bool = False, single: bool = False) -> np.ndarray:
     """Topic mixtures (B x K, rows on the simplex) of a batch of documents.
@@ -139,9 +145,7 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     """
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float32 if single else np.float64)
     if start is None:  # every document starts from the prior: one kernel for both cases, one compile
-        k = topic_word.shape[1]
-        first = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64) / np.sum(prior)
-        mixtures = np.tile(first, (len(batch), 1))
+        mixtures = starting_mixtures(len(batch), topic_word.shape[1], prior)
     else:
         mixtures = np.array(start, dtype=np.float64, order="C")  # a copy: the kernel fits it in place
     kernel = _infer_serial if serial else _infer_from
