@@ -224,6 +224,16 @@ class DeviceRefinementSteps:
         return shares.topic_word(smoothing)
 
 
+# The kernels. A *warp* (32 threads) works on one document or word, each lane on the topics
+# ``lane, lane + 32, ...`` (coalesced reads of a row, at most LANE_TOPICS each), sums over topics
+# by a butterfly of shuffles (every lane ends with the same, bit-identical value, so the lanes
+# take the same branches); where one thread per document did the work, a document's 100 topics
+# ran one after another on 1 of 32 lanes, and the refinement was no faster than 16 CPU threads.
+
+FULL_MASK = 0xFFFFFFFF
+LANE_TOPICS = MAX_TOPICS // 32
+
+
 @cuda.jit(device=True, inline=True)
 def _warp_sum(value):
     for step in (16, 8, 4, 2, 1):
