@@ -6,12 +6,17 @@ anchor rows. RecoverL2 is kernelised: with ``G = Qbar_S Qbar_S^T`` (K x K) and
 exponentiated gradient with a backtracking (Armijo) line search, stopping when the duality gap
 ``c'g - min(g)`` (an upper bound on the objective's distance to optimal, the KKT test) falls below
 the tolerance. EG identifies the support of the solution quickly but converges slowly on small
-non-zero coefficients, so every few iterations a primal active-set method started from EG's
-support tries to finish the solve exactly (a few small linear solves, through a Cholesky factor of
-the working set's Gram block that grows with it); its result is kept when it passes the same KKT
-test. RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per iteration.
+non-zero coefficients, so now and then a primal active-set method started from EG's support tries
+to finish the solve exactly (a few small linear solves, through a Cholesky factor of the working
+set's Gram block that grows with it); its result is kept when it passes the same KKT test. A try
+from a rough support costs many EG iterations, so tries come after :data:`FIRST_FINISH` EG
+iterations and then after twice as many each time (BENCHMARKS.md, "When the solver tries its
+active-set finish"). RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per
+iteration.
 Words are independent and solved in parallel (numba prange), each from a starting point: uniform
-(cold) or the previous refresh's solution (warm).
+(cold) or the previous refresh's solution (warm). A warm word whose finish from the previous
+support fails starts again from uniform: where anchors moved, EG climbs out of the old support
+more slowly than it converges from uniform.
 
 Bayes' rule then gives ``A'_ik = p(w=i) C_ik`` whose column sums are the topic marginals p(z);
 normalising the columns gives A.
@@ -25,6 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 _FLOOR = 1e-10  # starting points are mixed with this much uniform mass: EG cannot revive a zero
+FIRST_FINISH = 5  # EG iterations before the first active-set finish; each later try after twice as many
 GATHER_FACTOR = 16  # working sets from this size on are factorised from scratch from their gathered block (_schur_solve)
 
 
@@ -300,7 +306,7 @@ def _active_set(gram, y, c, out, gc, support_floor, max_steps):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
+def _recover_l2(gram, y, start, tol, max_iter, first_finish, warm):
     n_words, k = y.shape
     coefficients = np.empty((n_words, k))
     iterations = np.zeros(n_words, np.int64)
@@ -313,6 +319,8 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
         value = _quadratic(gram, y[i], c, gc)
         eta = -1.0
         it = 0
+        finish_at = first_finish
+        from_previous = warm
         while it < max_iter:
             g_min = np.inf
             g_max = -np.inf
@@ -325,17 +333,30 @@ def _recover_l2(gram, y, start, tol, max_iter, polish_every, warm):
             gap -= g_min
             if gap <= tol:
                 break
-            if it % polish_every == polish_every - 1 or (it == 0 and warm):
+            if it == finish_at or (it == 0 and from_previous):
                 # EG's tail is slow for small non-zero coefficients; once it has roughly found the
                 # support, an active-set finish gets the exact minimiser in a few linear solves.
-                # A warm start carries the previous support, so it is tried at once.
+                # A warm start carries the previous support, so it is tried at once. A failed try
+                # from a rough support costs as much as many EG iterations: the next waits twice
+                # as long.
+                if it == finish_at:
+                    finish_at *= 2
                 # The previous solution's support is taken whole (its zeros carry only the
                 # starting point's 1e-10 floor); EG's rough support drops its tiny coefficients.
-                floor = 1e-7 if (it == 0 and warm) else 1e-3
+                floor = 1e-7 if (it == 0 and from_previous) else 1e-3
                 if _active_set(gram, y[i], c, c_new, gc_new, floor, 2 * k + 10) <= tol:
                     c, c_new = c_new, c
                     it += 1
                     break
+                if it == 0 and from_previous:
+                    # The previous support is wrong (its anchors moved): from there EG needs many
+                    # steps to grow coefficients from the starting point's 1e-10 floor, more than
+                    # from uniform. The word starts again, cold.
+                    from_previous = False
+                    for a in range(k):
+                        c[a] = 1.0 / k
+                    value = _quadratic(gram, y[i], c, gc)
+                    continue
             if eta < 0.0:  # first step: move exponents by about one unit
                 eta = 1.0 / max(g_max - g_min, 1e-300)
             it += 1
@@ -451,7 +472,8 @@ def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, t
     scale = max(float(np.trace(gram)) / gram.shape[0], 1e-300)
     gram = np.ascontiguousarray(gram / scale)
     y = np.ascontiguousarray(np.asarray(gram_products, dtype=np.float64) / scale)
-    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), 3, start is not None)
+    return _recover_l2(gram, y, _starting_points(start, *y.shape), float(tol), int(max_iter), FIRST_FINISH,
+                       start is not None)
 
 
 def recover_kl(anchor_rows: np.ndarray, word_rows: np.ndarray, start=None, tol: float = 1e-9, max_iter: int = 1000):

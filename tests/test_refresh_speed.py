@@ -148,3 +148,80 @@ def test_the_anchor_search_runs_blas_on_one_thread_and_gives_the_pool_back(monke
     anchors = refresh.select_anchors(model.statistics(), 5, 5)
     assert seen == [[1]] and anchors.size == 5  # inside the search: one thread per BLAS library
     assert blas_threads() == before  # and the pool as it was afterwards
+
+
+def _plain_simplex_least_squares(gram, products, steps=20000):
+    """Each row's min c'Gc - 2y'c over the simplex, by projected gradient with a fixed step (a
+    reference)."""
+    step = 1.0 / (2.0 * np.linalg.eigvalsh(gram).max())
+    n, k = products.shape
+    c = np.full((n, k), 1.0 / k)
+    ranks = np.arange(1, k + 1)
+    for _ in range(steps):
+        v = c - step * 2.0 * (c @ gram - products)
+        u = -np.sort(-v, axis=1)
+        cumulative = np.cumsum(u, axis=1) - 1.0
+        rho = k - 1 - np.argmax((u - cumulative / ranks > 0)[:, ::-1], axis=1)
+        c = np.maximum(v - (cumulative[np.arange(n), rho] / (rho + 1))[:, None], 0.0)
+    return c
+
+
+def test_the_finish_schedule_changes_when_the_active_set_runs_not_the_solution():
+    """The active-set finish is tried after 5, 10, 20, ... EG iterations, and at once from a warm
+    start: words it finishes report 6, 11, 21, ... iterations cold and 1 warm; a warm start on a
+    wrong support (anchors that moved) starts again from uniform and repeats the cold solve
+    exactly; every solution is the simplex least-squares minimiser of a plain projected-gradient
+    reference."""
+    from streamtopics import recovery
+
+    rng = np.random.default_rng(3)
+    k, n_features, n_words = 12, 300, 40
+    anchor_rows = rng.dirichlet(np.full(n_features, 0.1), k)
+    weights = rng.dirichlet(np.full(k, 0.3), n_words)
+    word_rows = weights @ anchor_rows + 0.002 * rng.dirichlet(np.ones(n_features), n_words)
+    products = word_rows @ anchor_rows.T
+    tol = 1e-9
+    cold, cold_iterations = recover_l2(anchor_rows, products, tol=tol, max_iter=500)
+    # warm from the solution of slightly different rows, as after a refresh's new documents
+    earlier = recover_l2(anchor_rows, products * rng.uniform(0.97, 1.03, products.shape), tol=tol)[0]
+    warm, warm_iterations = recover_l2(anchor_rows, products, start=earlier, tol=tol, max_iter=500)
+    first = recovery.FIRST_FINISH
+    finished_cold = np.isin(cold_iterations, [first + 1, 2 * first + 1, 4 * first + 1, 8 * first + 1])
+    assert finished_cold.mean() > 0.8, cold_iterations
+    assert (warm_iterations == 1).mean() > 0.8, warm_iterations
+    gram = anchor_rows @ anchor_rows.T
+    scale = np.trace(gram) / k  # recover_l2 solves the problem scaled to unit mean anchor norm
+    reference = _plain_simplex_least_squares(gram / scale, products / scale)
+    assert np.allclose(cold, reference, atol=1e-6)
+    assert np.allclose(warm, reference, atol=1e-6)
+
+
+def test_a_warm_start_the_finish_cannot_use_starts_again_from_uniform():
+    """Anchor rows spanning fewer dimensions than there are anchors (structureless streams, the
+    sketch's low-rank rows) make the Gram singular: the active-set finish fails, and a warm start
+    on another support would leave EG to grow coefficients from 1e-10. Such a word starts again
+    from uniform: the same coefficients and iterations as the cold solve, bit for bit; words it
+    converged reach the reference's objective."""
+    rng = np.random.default_rng(5)
+    k, rank, n_features, n_words = 12, 8, 300, 30
+    anchor_rows = rng.dirichlet(np.ones(rank), k) @ rng.dirichlet(np.full(n_features, 0.1), rank)
+    word_rows = rng.dirichlet(np.full(k, 0.3), n_words) @ anchor_rows
+    products = word_rows @ anchor_rows.T
+    tol = 1e-9
+    cold, cold_iterations = recover_l2(anchor_rows, products, tol=tol, max_iter=500)
+    elsewhere = rng.dirichlet(np.full(k, 0.05), n_words)  # the previous refresh's support, anchors since moved
+    moved, moved_iterations = recover_l2(anchor_rows, products, start=elsewhere, tol=tol, max_iter=500)
+    restarted = moved_iterations != 1  # 1: the finish from the old support worked after all
+    assert restarted.sum() >= 10, moved_iterations
+    assert np.array_equal(moved[restarted], cold[restarted])
+    assert np.array_equal(moved_iterations[restarted], cold_iterations[restarted])
+    gram = anchor_rows @ anchor_rows.T
+    scale = np.trace(gram) / k
+    reference = _plain_simplex_least_squares(gram / scale, products / scale)
+    converged = moved_iterations < 500
+    assert converged.sum() >= 10
+
+    def objective(c):
+        return np.einsum("ij,jk,ik->i", c, gram / scale, c) - 2 * np.einsum("ij,ij->i", c, products[converged] / scale)
+
+    assert np.all(objective(moved[converged]) <= objective(reference[converged]) + 1e-8)
