@@ -13,6 +13,7 @@ from .labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
 EVENT_TYPES = ("birth", "death", "return", "change")  # what ``TopicSnapshot.events`` may say
+RANKED_WORDS = 10  # top_words ranks at least this many words at once: labels ask for 3, events for 10
 
 
 @dataclass
@@ -53,6 +54,9 @@ class TopicSnapshot:
     coherence: np.ndarray | None = None
     representatives: dict[int, list[dict]] | None = None
     forming: bool = False  # the stream's first topics still form (the burn-in): events wait
+    # each ranking :meth:`top_words` computed, by relevance weight (None: probability): K x n word
+    # ids; a refresh asks for the same ranking for labels, events and history (0.25 s a time at V = 100,000)
+    _rankings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.labels is None:
@@ -111,9 +115,13 @@ class TopicSnapshot:
         the words peculiar to a topic above those frequent everywhere; :data:`DISPLAY_RELEVANCE`
         is what the command line and the dashboard show. The values are p(w|z) either way.
         """
-        score = (self.topic_word if relevance is None
-                 else relevance_of(self.topic_word, self.word_distribution(), relevance))
-        order = top_word_ids(score, n).T
+        ranking = self._rankings.get(relevance)
+        if ranking is None or ranking.shape[1] < min(n, self.topic_word.shape[0]):
+            # a longer ranking's first n words are the n-word ranking (one order: value, then word id)
+            score = (self.topic_word if relevance is None
+                     else relevance_of(self.topic_word, self.word_distribution(), relevance))
+            ranking = self._rankings[relevance] = top_word_ids(score, max(n, RANKED_WORDS))
+        order = ranking[:, :n].T
         return {
             topic: [(self.vocabulary[i], float(self.topic_word[i, k])) for i in order[:, k]]
             for k, topic in enumerate(self.topic_ids)

@@ -1,6 +1,7 @@
 """What a snapshot says about its topics beyond the matrix (issue 16): labels, coherence and
 representative documents, in events, JSON, state files and the console."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -292,11 +293,11 @@ def test_console_table_and_event_lines_show_labels(model_and_texts):
         assert label == snapshot.label(int(topic)) and share.endswith("%")
     lines = event_lines(snapshot)
     assert all(f"topic {t:<4} {snapshot.label(t)}  anchor" in line for t, line in zip(snapshot.topic_ids, lines))
-    dead = TopicSnapshot(**{**vars(snapshot), "labels": None,
-                            "events": [{"type": "death", "topic": 7, "label": "old_words"}, {"type": "death", "topic": 8}]})
+    dead = dataclasses.replace(snapshot, labels=None,
+                               events=[{"type": "death", "topic": 7, "label": "old_words"}, {"type": "death", "topic": 8}])
     assert event_lines(dead) == ["  - death   topics 7 (old_words), 8"]
     change = {"type": "change", "topic": 7, "distance": 0.6, "words_in": ["b"], "words_out": ["a"]}
-    changed = TopicSnapshot(**{**vars(snapshot), "labels": None, "events": [
-        {**change, "anchor_before": "x", "anchor_after": "y"}, {**change, "anchor_before": "x", "anchor_after": "x"}]})
+    changed = dataclasses.replace(snapshot, labels=None, events=[
+        {**change, "anchor_before": "x", "anchor_after": "y"}, {**change, "anchor_before": "x", "anchor_after": "x"}])
     moved, kept = event_lines(changed)
     assert "anchor 'x' -> 'y', moved 0.60" in moved and "anchor 'x', moved 0.60" in kept and moved.endswith("(+b -a)")

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from streamtopics import StreamingTopicModel, Tokenizer, TopicSnapshot
 from streamtopics.alignment import align_topics, top_word_overlap
 from streamtopics.evaluation import matched_l1, top_word_ids
+from streamtopics.evaluation import relevance as relevance_of_plain
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
@@ -178,6 +179,32 @@ def test_relevance_ranking_against_the_formula():
     ranked = snapshot.top_words(3, relevance=0.2)[0]
     assert [w for w, _ in ranked] == expected == ["b", "a", "common"]
     assert dict(ranked)["b"] == 0.2  # values stay p(w|z)
+
+
+def test_a_snapshot_ranks_its_words_once_per_weight(monkeypatch):
+    """Labels, events and history ask a snapshot for the same ranking: it is computed once per
+    relevance weight (again only for a longer list), and every list is the plain stable sort's."""
+    import streamtopics.snapshot as snapshot_module
+
+    rng = np.random.default_rng(4)
+    topic_word = np.round(rng.dirichlet(np.full(60, 0.2), 5).T, 3)  # rounded: ties, and zeros
+    topic_word /= topic_word.sum(axis=0)
+    snapshot = TopicSnapshot(1, 10, [f"w{i}" for i in range(60)], topic_word, ["w0"] * 5, [3, 1, 4, 0, 2],
+                             np.full(5, 0.2), np.full(5, 0.1), labels=list("abcde"))  # labels given: no ranking yet
+    calls = []
+    monkeypatch.setattr(snapshot_module, "relevance_of",
+                        lambda *args: calls.append(args[2]) or relevance_of_plain(*args))
+    marginal = topic_word @ np.full(5, 0.2)
+    for weight in (None, 0.6, 0.3):
+        with np.errstate(divide="ignore"):
+            score = topic_word if weight is None else np.where(
+                topic_word > 0, weight * np.log(topic_word) + (1 - weight) * np.log(topic_word / marginal[:, None]), -np.inf)
+        for n in (3, 10, 5, 20, 2, 80):
+            words = snapshot.top_words(n, weight)
+            for k, topic in enumerate(snapshot.topic_ids):
+                expected = [f"w{i}" for i in np.argsort(-score[:, k], kind="stable")[:n]]
+                assert [w for w, _ in words[topic]] == expected, (weight, n, topic)
+    assert calls == [0.6] * 3 + [0.3] * 3  # 3 (ranks RANKED_WORDS = 10), then 20 and 80 (all 60) words
 
 
 # ------------------------------------------------------------------------------- identities
