@@ -13,6 +13,7 @@ from a rough support costs many EG iterations, so tries come after :data:`FIRST_
 iterations and then after twice as many each time (BENCHMARKS.md, "When the solver tries its
 active-set finish"). RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per
 iteration.
+
 Words are independent and solved in parallel (numba prange), each from a starting point: uniform
 (cold) or the previous refresh's solution (warm). A warm word whose finish from the previous
 support fails starts again from uniform: where anchors moved, EG climbs out of the old support

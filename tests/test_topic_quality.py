@@ -11,8 +11,7 @@ import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel, Tokenizer, TopicSnapshot
 from streamtopics.alignment import align_topics, top_word_overlap
-from streamtopics.evaluation import matched_l1, top_word_ids
-from streamtopics.evaluation import relevance as relevance_of_plain
+from streamtopics.evaluation import matched_l1, relevance, top_word_ids
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
@@ -192,8 +191,12 @@ def test_a_snapshot_ranks_its_words_once_per_weight(monkeypatch):
     snapshot = TopicSnapshot(1, 10, [f"w{i}" for i in range(60)], topic_word, ["w0"] * 5, [3, 1, 4, 0, 2],
                              np.full(5, 0.2), np.full(5, 0.1), labels=list("abcde"))  # labels given: no ranking yet
     calls = []
-    monkeypatch.setattr(snapshot_module, "relevance_of",
-                        lambda *args: calls.append(args[2]) or relevance_of_plain(*args))
+
+    def counted_relevance(topic_word, word_distribution, weight):
+        calls.append(weight)
+        return relevance(topic_word, word_distribution, weight)
+
+    monkeypatch.setattr(snapshot_module, "relevance_of", counted_relevance)
     marginal = topic_word @ np.full(5, 0.2)
     for weight in (None, 0.6, 0.3):
         with np.errstate(divide="ignore"):
