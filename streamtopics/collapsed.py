@@ -106,28 +106,19 @@ class CollapsedShares:
         the topic-word counts its predecessors left."""
         batch = self.batch
         edges = np.linspace(0, len(batch), min(blocks, len(batch)) + 1).astype(np.int64)
+        phi = np.empty_like(self.word_topic)
         for first, end in zip(edges[:-1], edges[1:]):
             lo, hi = batch.indptr[first], batch.indptr[end]
             moved = end < len(batch)  # the last block's changes go into the sum below instead
             if moved:
                 ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
-            reciprocal, empty = self._phi_scale(smoothing)
-            _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, self.word_topic, float(smoothing),
-                   reciprocal, empty, self.seed_topic_word, float(document_prior), self.topic_ids, self.weights,
-                   self.doc_topic[first:end])
+            _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, phi)
+            _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, phi,
+                   float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
             if moved:
                 self._add_word_topic(slice(lo, hi), before=(ids_before, weights_before))
         self.word_topic[:] = 0.0  # summed afresh: no rounding carried from sweep to sweep
         self._add_word_topic(slice(None))
-
-    def _phi_scale(self, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
-        """phi's column factors ``1 / (n_k + V beta)`` and the topics no entry holds (which take
-        their seed column), for a block's update. ``n_k`` summed over the documents' topic counts
-        (D x K) rather than the topic-word counts (V x K): the same shares summed, in another
-        order, at a fraction of the reads where V is large."""
-        totals = self.doc_topic.sum(axis=0)
-        empty = totals <= 0
-        return 1.0 / np.where(empty, 1.0, totals + self.word_topic.shape[0] * smoothing), np.flatnonzero(empty)
 
     def _add_word_topic(self, entries: slice, before: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``n_wk += c_e s_e,k`` over the ``entries``; with ``before`` (their ids and weights
@@ -273,19 +264,14 @@ def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, do
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _sweep(indptr, indices, counts, word_topic, smoothing, reciprocal, empty, seed_topic_word, document_prior,
-           ids, weights, doc_topic):
+def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic):
     """One CVB0 update of every entry of the documents ``indptr`` delimits (one block of a sweep;
     ``doc_topic`` holds their rows), documents in parallel (see the module docstring). Every
     topic is a candidate: keeping to the document's active topics and the word's most probable
     ones gives the same shares, but documents of 60 distinct words hold 30 of 50 topics, and the
-    indirection made the sweep 1.6 times as slow (Reuters K = 50).
-
-    phi is formed from the topic-word counts row by row as the entries ask for it,
-    ``(n_wk + smoothing) * reciprocal_k`` (the topics in ``empty`` take their seed column): a V x K
-    phi written before every block cost as much as the sweeps' updates at V = 100,000."""
-    n_topics, top = word_topic.shape[1], ids.shape[1]
-    flat = word_topic.reshape(-1)
+    indirection made the sweep 1.6 times as slow (Reuters K = 50)."""
+    n_topics, top = phi.shape[1], ids.shape[1]
+    flat = phi.reshape(-1)
     for d in prange(indptr.size - 1):
         values, best, best_ids = np.empty(n_topics), np.empty(top), np.empty(top, np.int64)
         candidates = np.empty(n_topics, np.int64)
@@ -297,9 +283,7 @@ def _sweep(indptr, indices, counts, word_topic, smoothing, reciprocal, empty, se
             for t in range(top):
                 counts_d[ids[e, t]] -= c * weights[e, t]
             for k in range(n_topics):
-                values[k] = (word_topic[w, k] + smoothing) * reciprocal[k] * (max(counts_d[k], 0.0) + document_prior)
-            for k in empty:
-                values[k] = seed_topic_word[w, k] * (max(counts_d[k], 0.0) + document_prior)
+                values[k] = phi[w, k] * (max(counts_d[k], 0.0) + document_prior)
             _keep_largest(values, ids, weights, e, best, best_ids, candidates, True)
             for t in range(top):
                 counts_d[ids[e, t]] += c * weights[e, t]
