@@ -1,6 +1,6 @@
 """Speed-ups of the refresh that must not change its result: the anchor matching of the warm
-start, the packed candidate block (see test_rectification.py) and the active set's gathered-block
-factorisation, each against the plain computation."""
+start, the packed candidate block (see test_rectification.py), the active set's gathered-block
+factorisation and the alignment's topic distances, each against the plain computation."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist, pdist
 
 from streamtopics.alignment import l1_distances
 from streamtopics.recovery import recover_l2
@@ -225,3 +226,14 @@ def test_a_warm_start_the_finish_cannot_use_starts_again_from_uniform():
         return np.einsum("ij,jk,ik->i", c, gram / scale, c) - 2 * np.einsum("ij,ij->i", c, products[converged] / scale)
 
     assert np.all(objective(moved[converged]) <= objective(reference[converged]) + 1e-8)
+
+
+def test_topic_distances_are_scipys_bit_for_bit():
+    rng = np.random.default_rng(4)
+    previous = rng.dirichlet(np.full(3000, 0.05), 7).T
+    current = rng.dirichlet(np.full(3000, 0.05), 9).T
+    assert np.array_equal(l1_distances(previous, current), cdist(previous.T, current.T, "cityblock"))
+    assert np.array_equal(l1_distances(current[:, ::2], previous), cdist(current[:, ::2].T, previous.T, "cityblock"))
+    separation = l1_distances(previous, previous)[np.triu_indices(7, 1)]  # as align_topics takes it
+    assert np.array_equal(separation, pdist(previous.T, "cityblock"))
+    assert l1_distances(previous[:, :0], current).shape == (0, 9)
