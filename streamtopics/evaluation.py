@@ -1,4 +1,4 @@
-"""How good are a model's topics? Metrics that need only numpy and scipy.
+"""How good are a model's topics? Metrics in numpy and scipy (and one numba kernel, the top words).
 
 * Against known topics (synthetic data): :func:`match_topics`, :func:`matched_l1` and
   :func:`matched_l1_per_topic` (Arora et al. 2013 and Ding et al. 2013 report this L1 error).
@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
@@ -148,10 +149,15 @@ def heldout_log_likelihood(
 # --- coherence and redundancy --------------------------------------------------------------------
 
 
+SCANNED_TOP = 64  # top_word_ids keeps at most this many words per column in one pass over the rows
+
+
 def top_word_ids(topic_word: np.ndarray, n: int = 10) -> np.ndarray:
     """The ``n`` most probable word ids of each topic, most probable first, ties to the lower word
-    id (K x n): a stable sort's top ``n``, but only the words at or above each column's n-th
-    largest value are sorted (at V = 15,000, K = 100 about 20x faster than sorting every column).
+    id (K x n): a stable sort's top ``n``. Up to :data:`SCANNED_TOP` words, one pass over the rows
+    keeps each column's best so far (:func:`_largest_in_columns`; at V = 100,000, K = 101 about
+    a tenth of the time of partitioning every column, which reads the matrix across its rows);
+    more are sorted among the words at or above each column's n-th largest value.
 
     >>> top_word_ids(np.array([[0.2, 0.5], [0.5, 0.5], [0.3, 0.0]]), n=2)
     array([[1, 2],
@@ -160,6 +166,8 @@ def top_word_ids(topic_word: np.ndarray, n: int = 10) -> np.ndarray:
     topic_word = np.asarray(topic_word)
     words, k = topic_word.shape
     n = min(n, words)
+    if 0 < n <= SCANNED_TOP:
+        return _largest_in_columns(np.ascontiguousarray(topic_word, dtype=np.float64), n)
     top = np.empty((k, n), dtype=np.int64)
     if n == 0:
         return top
@@ -167,6 +175,32 @@ def top_word_ids(topic_word: np.ndarray, n: int = 10) -> np.ndarray:
     for column in range(k):
         candidates = np.flatnonzero(topic_word[:, column] >= kth[column])
         top[column] = candidates[np.argsort(-topic_word[candidates, column], kind="stable")[:n]]
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _largest_in_columns(matrix, n):
+    """Each column's ``n`` largest values' row ids, largest first, ties to the lower row (K x n),
+    in one pass over the rows: a value enters a column's kept list only above its n-th (a later
+    row's equal value comes after an earlier one's), which after the first rows is seldom."""
+    rows, k = matrix.shape
+    top = np.empty((k, n), np.int64)
+    kept = np.empty((k, n))
+    filled = np.zeros(k, np.int64)
+    for w in range(rows):
+        for c in range(k):
+            v = matrix[w, c]
+            i = filled[c]
+            if i == n:
+                if not v > kept[c, n - 1]:
+                    continue
+                i = n - 1  # the n-th falls out
+            else:
+                filled[c] = i + 1
+            while i > 0 and kept[c, i - 1] < v:
+                kept[c, i], top[c, i] = kept[c, i - 1], top[c, i - 1]
+                i -= 1
+            kept[c, i], top[c, i] = v, w
     return top
 
 
