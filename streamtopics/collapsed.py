@@ -289,21 +289,25 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
                 counts_d[ids[e, t]] += c * weights[e, t]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _topic_word(word_topic, smoothing, seed_topic_word, out):
     """``out = (n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds takes its seed
-    column."""
+    column. The column sums in one thread, words in order (the same sums on any number of
+    threads); then every row on its own, on all threads, a branch-free division over the row
+    (vectorised) and the seed copied into the empty topics after it. A sweep's 8 calls took
+    0.25-0.3 s at V = 100,000, K = 101 with one thread and a branch per cell."""
     n_words, n_topics = word_topic.shape
     totals = np.zeros(n_topics)
     for w in range(n_words):
         for k in range(n_topics):
             totals[k] += word_topic[w, k]
-    for w in range(n_words):
+    denominators = totals + n_words * smoothing
+    empty = np.flatnonzero(totals <= 0)
+    for w in prange(n_words):
         for k in range(n_topics):
-            if totals[k] > 0:
-                out[w, k] = (word_topic[w, k] + smoothing) / (totals[k] + n_words * smoothing)
-            else:
-                out[w, k] = seed_topic_word[w, k]
+            out[w, k] = (word_topic[w, k] + smoothing) / denominators[k]
+        for k in empty:
+            out[w, k] = seed_topic_word[w, k]
 
 
 @njit(cache=True, nogil=True, parallel=True)
