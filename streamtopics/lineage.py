@@ -147,10 +147,11 @@ class RefreshState:
             return None
         previous = np.array([vocabulary[w] for w in self.snapshot.anchors])
         mass = stats.word_mass
-        # each word's row gathered once: in a warm refresh most anchors are the previous ones
+        # each word's row read once and normalised in place: in a warm refresh most anchors are the previous ones
         words, where = np.unique(np.concatenate([previous, anchors]), return_inverse=True)
-        rows = (stats.rows(words) / np.where(mass[words] > 0, mass[words], 1.0)[:, None])[where]
-        mapping = match_columns(rows[: previous.size], rows[previous.size:])
+        rows = np.asarray(stats.rows(words), dtype=np.float64)  # a new array from every kind of statistics
+        rows /= np.where(mass[words] > 0, mass[words], 1.0)[:, None]
+        mapping = match_columns(rows, where[: previous.size], where[previous.size:])
         coefficients = self.coefficients
         extra = int(self.config.recovers_background)  # the background's column stays last
         if coefficients.shape[1] != anchors.size + extra:
