@@ -441,13 +441,19 @@ def _recover_kl(anchor_rows, word_rows_source, row_ids, start, tol, max_iter):
 
 
 def _starting_points(start, n_words, n_topics):
+    """Each word's start on the simplex: ``start``'s row clipped at 0, normalised, mixed with
+    :data:`_FLOOR` of uniform mass (uniform where that is not finite), normalised again. In place
+    in one copy: at V = 100,000, K = 101 each V x K temporary cost page faults, 0.6 s for five."""
     if start is None:
         return np.full((n_words, n_topics), 1.0 / n_topics)
-    start = np.clip(np.asarray(start, dtype=np.float64), 0.0, None)
-    start = start / np.maximum(start.sum(axis=1, keepdims=True), 1e-300)
-    start = (1.0 - _FLOOR * n_topics) * start + _FLOOR
+    start = np.array(start, dtype=np.float64, order="C")  # a copy: changed in place below
+    np.maximum(start, 0.0, out=start)
+    start /= np.maximum(start.sum(axis=1, keepdims=True), 1e-300)
+    start *= 1.0 - _FLOOR * n_topics
+    start += _FLOOR
     start[~np.isfinite(start).all(axis=1)] = 1.0 / n_topics
-    return np.ascontiguousarray(start / start.sum(axis=1, keepdims=True))
+    start /= start.sum(axis=1, keepdims=True)
+    return start
 
 
 def recover_l2(anchor_rows: np.ndarray, gram_products: np.ndarray, start=None, tol: float = 1e-5, max_iter: int = 500):
