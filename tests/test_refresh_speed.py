@@ -50,6 +50,8 @@ def test_matching_equal_rows_first_is_the_whole_assignment():
     # two equal previous rows: the whole problem, as before
     previous = np.vstack([previous, previous[:1]])
     assert np.array_equal(_match(previous, current), hungarian(previous, current))
+
+
 def test_recovery_solves_as_it_did_before_the_gathered_block_factorisation(monkeypatch):
     """Working sets large enough for the gathered block (K = 40, supports of 20-30 words) against the
     hand-written factorisation alone: the same coefficients to rounding, and whole solves with
