@@ -205,6 +205,25 @@ def test_the_finish_schedule_changes_when_the_active_set_runs_not_the_solution()
     assert np.allclose(warm, reference, atol=1e-6)
 
 
+def test_solving_some_words_gives_their_rows_of_the_full_solve_and_zeros_elsewhere():
+    """``rows=`` (the refresh leaves the anchors out: their rows are set) reads the full arrays in
+    place: the words solved get the full solve's coefficients and iterations bit for bit, cold and
+    warm; the others 0."""
+    rng = np.random.default_rng(11)
+    k, n_features, n_words = 10, 200, 50
+    anchor_rows = rng.dirichlet(np.full(n_features, 0.1), k)
+    products = (rng.dirichlet(np.full(k, 0.3), n_words) @ anchor_rows) @ anchor_rows.T
+    earlier = rng.dirichlet(np.full(k, 0.5), n_words)
+    rows = np.sort(rng.choice(n_words, 30, replace=False))
+    others = np.setdiff1d(np.arange(n_words), rows)
+    for start in (None, earlier):
+        full, full_iterations = recover_l2(anchor_rows, products, start=start, tol=1e-9, max_iter=300)
+        part, part_iterations = recover_l2(anchor_rows, products, start=start, tol=1e-9, max_iter=300, rows=rows)
+        assert np.array_equal(part[rows], full[rows]) and np.array_equal(part_iterations[rows], full_iterations[rows])
+        assert not part[others].any() and not part_iterations[others].any()
+        assert full_iterations[rows].min() > 0
+
+
 def test_a_warm_start_the_finish_cannot_use_starts_again_from_uniform():
     """Anchor rows spanning fewer dimensions than there are anchors (structureless streams, the
     sketch's low-rank rows) make the Gram singular: the active-set finish fails, and a warm start
