@@ -11,6 +11,7 @@ caller's thread or a background one, and infers topic mixtures. Its settings are
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
@@ -356,12 +357,14 @@ class StreamingTopicModel:
         """Recompute the topics from the current sums and publish a new snapshot (waits for a
         background refresh in progress)."""
         with self._refresh_lock:
+            t0 = time.perf_counter()
             stats = self.statistics()
             if stats.n_docs == 0:
                 raise RuntimeError("no documents absorbed yet: nothing to refresh")
-            snapshot = self._refresh_from(self.ingest.active_view(stats.view(), self.activity), self.tracker,
-                                          stats.n_docs, position, self.ingest.reservoir_batch(),
-                                          self.ingest.stream_time if stream_time is None else stream_time)
+            view, reservoir = self.ingest.active_view(stats.view(), self.activity), self.ingest.reservoir_batch()
+            snapshot = self._refresh_from(view, self.tracker, stats.n_docs, position, reservoir,
+                                          self.ingest.stream_time if stream_time is None else stream_time,
+                                          time.perf_counter() - t0)
             self._restart_policy()
             return snapshot
 
@@ -375,6 +378,7 @@ class StreamingTopicModel:
         live sums. The snapshot reflects exactly the documents absorbed when this was called
         (``snapshot.documents_seen``). Refreshes are serialised: one started while another runs
         waits for it. The numba kernels of recovery and inference release the GIL."""
+        t0 = time.perf_counter()
         stats = self.statistics()
         if stats.n_docs == 0:
             raise RuntimeError("no documents absorbed yet: nothing to refresh")
@@ -392,10 +396,11 @@ class StreamingTopicModel:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh")
 
         reservoir = self.ingest.reservoir_batch()
+        prepare_s = time.perf_counter() - t0
 
         def run():
             with self._refresh_lock:
-                return self._refresh_from(view, tracker, n_docs, position, reservoir, stream_time)
+                return self._refresh_from(view, tracker, n_docs, position, reservoir, stream_time, prepare_s)
 
         self._pending_refresh = self._executor.submit(run)
         return self._pending_refresh
@@ -406,14 +411,19 @@ class StreamingTopicModel:
             self._pending_refresh.result()
         return self.snapshot
 
-    def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time) -> TopicSnapshot:
+    def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time,
+                      prepare_s: float) -> TopicSnapshot:
+        """Advance the lineage from a prepared view and reservoir; ``last_refresh`` gets the
+        timings of its steps, ``prepare_s`` (taking the view and the reservoir's documents: in
+        :meth:`refresh_async` the time ingestion was held) among them and in ``total_s``."""
         # the excerpts are read live (a background refresh too): one evicted meanwhile shows its words only
         snapshot, timings = self.lineage.advance(view, tracker, self.vocabulary, n_docs, position, reservoir,
                                                  stream_time, self.ingest.replaced_slots, self.ingest.excerpts)
         if self.policy.drift is not None:
             self.policy.drift.reset()  # the baseline is the fit against the new snapshot
         self.history.add_snapshot(snapshot)
-        self.last_refresh = {**timings, "reason": self.policy.last_reason}
+        self.last_refresh = {**timings, "prepare_s": prepare_s, "total_s": timings["total_s"] + prepare_s,
+                             "reason": self.policy.last_reason}
         self.policy.last_reason = None
         return snapshot
 
