@@ -305,7 +305,7 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     n_anchors = np.asarray(anchors).size
     anchor_rows = np.empty((n_anchors + int(background), view.n_words))
     if anchor_groups is None:
-        raw = np.asarray(view.rows(anchors), dtype=np.float64)  # the views' rows are fresh arrays
+        raw = np.asarray(view.rows(anchors), dtype=np.float64)  # only read: no copy
         mass_s = view.word_mass[anchors]
         np.divide(raw, np.where(mass_s > 0, mass_s, 1.0)[:, None], out=anchor_rows[:n_anchors])  # as _normalised_rows
         anchor_block = raw[:, anchors]  # for the covariance below: one gather of the anchors' rows
@@ -316,8 +316,10 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     if background:
         anchor_rows[n_anchors] = word_probability
     if method == "l2":
-        products = view.matmul(np.ascontiguousarray(anchor_rows.T), single=SINGLE_PRODUCTS)
-        products /= safe_mass[:, None]  # the views' products are fresh float64 arrays
+        # the views' products are new arrays, so they are divided in place
+        products = np.asarray(view.matmul(np.ascontiguousarray(anchor_rows.T), single=SINGLE_PRODUCTS),
+                              dtype=np.float64)
+        products /= safe_mass[:, None]
         if background:
             topic_rows = anchor_rows[:-1]
             unit = float(np.einsum("ij,ij->", topic_rows, topic_rows)) / max(topic_rows.shape[0], 1)
