@@ -22,7 +22,7 @@ from .config import ModelConfig
 from .describe import representative_documents, topic_coherence
 from .labels import LABEL_WORDS, SEPARATOR
 from .refinement import choose_alpha_scale, refine_topics
-from .refresh import match_columns, recover_topics, select_anchors
+from .refresh import match_columns, normalised_rows, recover_topics, select_anchors
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 from .vocabulary import Vocabulary
 
@@ -146,12 +146,9 @@ class RefreshState:
         if self.coefficients is None or self.snapshot is None:
             return None
         previous = np.array([vocabulary[w] for w in self.snapshot.anchors])
-        mass = stats.word_mass
-        # each word's row read once and normalised in place: in a warm refresh most anchors are the previous ones
+        # each word's row read once: in a warm refresh most anchors are the previous ones
         words, where = np.unique(np.concatenate([previous, anchors]), return_inverse=True)
-        rows = np.asarray(stats.rows(words), dtype=np.float64)  # a new array from every kind of statistics
-        rows /= np.where(mass[words] > 0, mass[words], 1.0)[:, None]
-        mapping = match_columns(rows, where[: previous.size], where[previous.size:])
+        mapping = match_columns(normalised_rows(stats, words), where[: previous.size], where[previous.size:])
         coefficients = self.coefficients
         extra = int(self.config.recovers_background)  # the background's column stays last
         if coefficients.shape[1] != anchors.size + extra:
