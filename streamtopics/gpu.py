@@ -17,7 +17,9 @@ through numba's CUDA simulator where there is none. BENCHMARKS.md, "The refineme
 device": 3.0-3.2 times as fast as 16 CPU cores at K = 50 and 100 on an H200.
 
 The held-out scoring, the column normalisations and the choice of alpha stay on the CPU: they
-are small. A device is never required; this module is imported only when asked for.
+are small. A device is never required; this module is imported only when asked for. The kernels
+are cached on disk (``cache=True``): their compile, 6-9 s at a process's first device refresh,
+is paid once (numba's simulator ignores the flag).
 """
 from __future__ import annotations
 
@@ -253,7 +255,7 @@ def _warp_and_lane():
     return cuda.grid(1) // 32, cuda.threadIdx.x % 32
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _infer(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
     """A warp per document: :func:`~streamtopics.inference._fit_mixture`'s updates, in place."""
     d, lane = _warp_and_lane()
@@ -298,7 +300,7 @@ def _infer(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
         mixtures[d, lane + 32 * i] = g[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _m_step_chunks(chunk_word, chunk_start, chunk_end, docs, counts, topic_word, gamma, partial):
     """A warp per chunk of word j's documents: ``sum_d gamma_dk H_dj / (A gamma_d)_j`` over them."""
     c, lane = _warp_and_lane()
@@ -326,7 +328,7 @@ def _m_step_chunks(chunk_word, chunk_start, chunk_end, docs, counts, topic_word,
         partial[c, lane + 32 * i] = total[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _chunk_sums(word_chunks, partial, row_scale, scaled, out):
     """A thread per cell (w, k): the sum of word w's chunks' partial sums, in order, times
     ``row_scale[w, k]`` when ``scaled`` (the M-step's ``A_jk``)."""
@@ -397,7 +399,7 @@ def _store_shares(ids, weights, e, count, kept, kept_ids, top, lane, held):
             held[kept_ids[t] // 32] += count * share
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, doc_topic):
     """A warp per document: shares ``∝ A_wk theta_dk`` (largest kept), the document's topic counts."""
     d, lane = _warp_and_lane()
@@ -426,7 +428,7 @@ def _seed_shares(indptr, indices, counts, topic_word, mixtures, ids, weights, do
         doc_topic[d, lane + 32 * i] = held[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _sweep(indptr, indices, counts, first, end, phi, document_prior, ids, weights, doc_topic):
     """A warp per document of ``first:end``: :func:`~streamtopics.collapsed._sweep`'s update."""
     d, lane = _warp_and_lane()
@@ -459,7 +461,7 @@ def _sweep(indptr, indices, counts, first, end, phi, document_prior, ids, weight
         doc_topic[d, lane + 32 * i] = held[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _word_topic_chunks(chunk_start, chunk_end, entries, counts, ids, weights, partial):
     """A warp per chunk of a word's entries: ``sum_e c_e s_e,k`` over them, in entry order, each
     lane summing its topics."""
@@ -480,7 +482,7 @@ def _word_topic_chunks(chunk_start, chunk_end, entries, counts, ids, weights, pa
         partial[c, lane + 32 * i] = total[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _column_totals(word_topic, totals):
     """A block per topic: ``n_k``, each thread's stride of words, then a tree in shared memory."""
     a, tid = cuda.blockIdx.x, cuda.threadIdx.x
@@ -500,7 +502,7 @@ def _column_totals(word_topic, totals):
         totals[a] = partial[0]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def _topic_word(word_topic, totals, smoothing, seed_topic_word, out):
     """A thread per cell: ``(n_wk + smoothing) / (n_k + V smoothing)``, the seed's column where a
     topic holds nothing."""
