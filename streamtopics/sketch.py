@@ -15,7 +15,8 @@ Write ``Q_sum = P - diag(c)`` with ``P = sum_d H_d H_d^T / (n_d (n_d - 1))`` and
 
 where ``Omega`` is a V x s Gaussian test matrix whose row for word ``w`` is a deterministic
 function of ``(seed, w, generation[w])`` (a counter-based generator: it is regenerated, never
-saved, and grows with an open vocabulary), plus exact O(V) vectors: ``c``, the diagonal of
+saved, and grows with an open vocabulary), its numbers rounded to float32 and held so
+(:data:`OMEGA_DTYPE`), plus exact O(V) vectors: ``c``, the diagonal of
 ``Q_sum``, ``word_mass`` (row sums), word counts, document frequencies, and the document count.
 ``Q_sum Omega = Y - diag(c) Omega`` follows exactly.
 
@@ -61,12 +62,19 @@ from .documents import DocumentBatch
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
-_DOC_BLOCK = 512
+_DOC_BLOCK = 512  # documents whose z vectors are in cache at once (512 x s float64)
 #: Make the view's rows sum to the exact ``word_mass`` (LowRankView._row_sum_terms). Off: on the
 #: 42k-word Gibbs-truth streams (two seeds, s = 200 and 400) it raised the matched L1 on average
 #: (0.390 without, 0.413 with; BENCHMARKS.md, large vocabularies); the rows' sums are within a few
 #: per cent of the mass without it.
-ROW_SUMS = False  # documents whose z vectors are in cache at once (512 x s float64)
+ROW_SUMS = False
+#: The test matrix's numbers: Gaussians rounded to float32, a test matrix as good as any other
+#: random one, held in half the memory (160 MB at V = 100,000, s = 400). Both phases of the
+#: ingest kernel read a row of it per entry, and at V = 100,000 the rare words' rows come from
+#: memory: 1.16 times as many documents/s on a 2-core AMD EPYC (BENCHMARKS.md, large
+#: vocabularies). The products stay float64. States saved before it say nothing of the dtype and
+#: keep float64, the matrix their Y was summed with.
+OMEGA_DTYPE = np.float32
 
 
 def default_sketch_size(n_topics: int) -> int:
@@ -106,12 +114,13 @@ def _test_rows(seed, words, generations, width, out):
                 out[i, j + 1] = radius * np.sin(2.0 * np.pi * u2)
 
 
-def gaussian_rows(seed: int, n_words: int, width: int, generations=None, words=None) -> np.ndarray:
-    """Rows ``words`` (default all) of the V x ``width`` Gaussian test matrix."""
+def gaussian_rows(seed: int, n_words: int, width: int, generations=None, words=None, dtype=np.float64) -> np.ndarray:
+    """Rows ``words`` (default all) of the V x ``width`` Gaussian test matrix, its numbers
+    rounded to ``dtype``."""
     words = np.arange(n_words, dtype=np.int64) if words is None else np.asarray(words, dtype=np.int64)
     generations = (np.zeros(words.size, np.int64) if generations is None
                    else np.asarray(generations, dtype=np.int64)[words])
-    out = np.empty((words.size, int(width)))
+    out = np.empty((words.size, int(width)), dtype=dtype)
     _test_rows(np.int64(seed), words, generations, int(width), out)
     return out
 
@@ -188,6 +197,7 @@ class SketchedCooccurrence(RunningSums):
         # r < s: the view's least-squares core has s equations per r unknowns (r = s / 4 by default)
         self.rank = max(1, self.sketch_size // 4) if rank is None else max(1, min(int(rank), self.sketch_size - 1))
         self.seed = int(seed)
+        self.omega_dtype = np.dtype(OMEGA_DTYPE)
         self.generations = np.zeros(self.n_words, np.int64)  # a slot's test row changes when its word does
         self.sketch = np.zeros((self.n_words, self.sketch_size))
         self.diagonal = np.zeros(self.n_words)  # exact diagonal of Q_sum
@@ -201,8 +211,12 @@ class SketchedCooccurrence(RunningSums):
     def omega(self) -> np.ndarray:
         """The V x s test matrix, generated on first use and kept (not saved)."""
         if self._omega is None or self._omega.shape[0] != self.n_words:
-            self._omega = gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations)
+            self._omega = self._test_rows()
         return self._omega
+
+    def _test_rows(self, words=None) -> np.ndarray:
+        """Rows ``words`` (default all) of the test matrix, in its dtype."""
+        return gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations, words, self.omega_dtype)
 
     # ------------------------------------------------------------------ forgetting (RunningSums)
     def _arrays(self):
@@ -230,9 +244,10 @@ class SketchedCooccurrence(RunningSums):
             raise ValueError("cannot merge exact co-occurrence sums into a sketch (cooccurrence='exact' vs 'sketch')")
         if other.n_words != self.n_words:
             raise ValueError(f"cannot merge statistics over {other.n_words} words into {self.n_words}")
-        if (other.seed, other.sketch_size) != (self.seed, self.sketch_size):
-            raise ValueError(f"cannot merge sketches with different test matrices (seed, sketch_size): "
-                             f"{(other.seed, other.sketch_size)} into {(self.seed, self.sketch_size)}")
+        if (other.seed, other.sketch_size, other.omega_dtype) != (self.seed, self.sketch_size, self.omega_dtype):
+            raise ValueError(f"cannot merge sketches with different test matrices (seed, sketch_size, dtype): "
+                             f"{(other.seed, other.sketch_size, str(other.omega_dtype))} into "
+                             f"{(self.seed, self.sketch_size, str(self.omega_dtype))}")
         if not np.array_equal(other.generations, self.generations):
             raise ValueError("cannot merge sketches whose vocabulary slots were reassigned differently")
         if self.half_life != other.half_life or (self.decay and self.decay.unit) != (other.decay and other.decay.unit):
@@ -262,7 +277,7 @@ class SketchedCooccurrence(RunningSums):
             [self.document_frequency, np.zeros(extra, self.document_frequency.dtype)])
         if self._omega is not None:
             new = gaussian_rows(self.seed, n_words, self.sketch_size, self.generations,
-                              np.arange(self.n_words, n_words))
+                              np.arange(self.n_words, n_words), self.omega_dtype)
             self._omega = np.vstack([self._omega, new])
         self.n_words = int(n_words)
 
@@ -277,7 +292,7 @@ class SketchedCooccurrence(RunningSums):
         self.document_frequency[word] = 0
         self.generations[word] += 1
         if self._omega is not None:
-            self._omega[word] = gaussian_rows(self.seed, self.n_words, self.sketch_size, self.generations, [word])[0]
+            self._omega[word] = self._test_rows([word])[0]
 
     # ------------------------------------------------------------------ readers
     def view(self) -> "LowRankView":
@@ -323,6 +338,7 @@ class SketchedCooccurrence(RunningSums):
             "generations": self.generations,
             "sketch_seed": np.int64(self.seed),
             "sketch_rank": np.int64(self.rank),
+            "sketch_omega_dtype": np.str_(self.omega_dtype.name),
             **self._per_word_state(),
         }
 
@@ -333,6 +349,10 @@ class SketchedCooccurrence(RunningSums):
         stats.n_words, stats.sketch_size = stats.sketch.shape
         stats.rank = int(state["sketch_rank"])
         stats.seed = int(state["sketch_seed"])
+        # states saved before the test matrix was float32 have no dtype: their Y used float64
+        stats.omega_dtype = np.dtype(str(state["sketch_omega_dtype"]) if "sketch_omega_dtype" in state else "float64")
+        if stats.omega_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"sketch state: test matrix dtype {stats.omega_dtype} is not float32 or float64")
         stats.generations = np.array(state["generations"], dtype=np.int64)
         stats.diagonal = np.array(state["diagonal"], dtype=np.float64)
         stats.linear = np.array(state["linear"], dtype=np.float64)
@@ -361,7 +381,9 @@ def low_rank(sketch: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarr
     if norm == 0.0:
         return np.zeros((sketch.shape[0], 0)), np.zeros(0)
     gram = sketch.T @ sketch
-    cross = sketch.T @ omega  # Y^T Omega
+    cross = np.zeros((sketch.shape[1], omega.shape[1]))  # Y^T Omega, float64, in row chunks:
+    for start in range(0, sketch.shape[0], 16384):  # no V x s float64 copy of a float32 Omega
+        cross += sketch[start:start + 16384].T @ omega[start:start + 16384].astype(np.float64)
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]

@@ -42,6 +42,11 @@ def reference(docs, weights=None):
     return p, c, np.diag(p) - c, (h * (w / n)[:, None]).sum(axis=0)
 
 
+def rounded_test_matrix(n_words=V, generations=None):
+    """The sketch's test matrix as defined: the Gaussian rows rounded to float32, as float64."""
+    return gaussian_rows(SEED, n_words, S, generations).astype(np.float32).astype(np.float64)
+
+
 def sketch_of(docs, batch_size=None, **options):
     stats = SketchedCooccurrence(docs.shape[1], S, R, seed=SEED, **options)
     batch = DocumentBatch.from_csr(docs)
@@ -55,7 +60,7 @@ def test_sketch_is_p_times_the_test_matrix():
     docs = documents(400, seed=1)
     stats = sketch_of(docs, batch_size=64)
     p, c, diagonal, mass = reference(docs)
-    omega = gaussian_rows(SEED, V, S)
+    omega = rounded_test_matrix()
     assert omega.shape == (V, S) and abs(omega.std() - 1.0) < 0.05  # standard Gaussian entries
     np.testing.assert_allclose(stats.sketch, p @ omega, rtol=1e-12, atol=1e-12 * np.abs(p @ omega).max())
     np.testing.assert_allclose(stats.linear, c, rtol=1e-12)
@@ -79,6 +84,31 @@ def test_test_matrix_rows_depend_only_on_seed_word_and_generation():
     other = gaussian_rows(3, 50, 7, generations)
     assert not np.allclose(other[4], full[4]) and np.array_equal(np.delete(other, 4, 0), np.delete(full, 4, 0))
     assert not np.allclose(gaussian_rows(4, 50, 7), full)
+
+
+def test_test_matrix_is_held_in_float32_and_rounds_the_gaussians():
+    stats = sketch_of(documents(50, seed=9))
+    assert stats.omega.dtype == np.float32 and stats.state_dict()["sketch_omega_dtype"] == "float32"
+    np.testing.assert_array_equal(stats.omega, gaussian_rows(SEED, V, S).astype(np.float32))
+    np.testing.assert_array_equal(gaussian_rows(SEED, V, S, dtype=np.float32), stats.omega)
+
+
+def test_a_state_saved_before_float32_keeps_its_float64_test_matrix(monkeypatch):
+    docs = documents(300, seed=10)
+    monkeypatch.setattr(sketch_module, "OMEGA_DTYPE", np.float64)  # how states were made before
+    old = sketch_of(docs[:130])
+    whole = sketch_of(docs)
+    monkeypatch.undo()
+    state = {k: np.array(v) for k, v in old.state_dict().items() if k != "sketch_omega_dtype"}
+    resumed = SketchedCooccurrence.from_state_dict(state)
+    assert resumed.omega.dtype == np.float64
+    resumed.update(DocumentBatch.from_csr(docs[130:]))
+    np.testing.assert_array_equal(resumed.sketch, whole.sketch)
+    p, *_ = reference(docs)
+    expected = p @ gaussian_rows(SEED, V, S)
+    np.testing.assert_allclose(resumed.sketch, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    with pytest.raises(ValueError, match="different test matrices"):
+        resumed.merge(sketch_of(docs[130:]))  # a float32 sketch of the rest
 
 
 def test_batching_changes_nothing_and_order_only_rounding():
@@ -127,7 +157,7 @@ def test_forgetting_matches_decayed_reference():
     times = np.arange(1, kept.size + 1)  # arrival index among the documents that count
     weights[kept] = 2.0 ** (-(times[-1] - times) / half_life)
     p, c, diagonal, mass = reference(docs, weights)
-    omega = gaussian_rows(SEED, V, S)
+    omega = rounded_test_matrix()
     np.testing.assert_allclose(stats.sketch, p @ omega, rtol=1e-9, atol=1e-11 * np.abs(p @ omega).max())
     np.testing.assert_allclose(stats.diagonal, diagonal, rtol=1e-9, atol=1e-14)
     np.testing.assert_allclose(stats.word_mass, mass, rtol=1e-9)
@@ -143,7 +173,7 @@ def test_window_keeps_only_the_last_documents():
     model.learn_many(docs)
     stats = model.statistics()
     p, *_ = reference(docs[-150:])
-    expected = p @ gaussian_rows(SEED, V, S)
+    expected = p @ rounded_test_matrix()
     np.testing.assert_allclose(stats.sketch, expected, atol=1e-10 * np.abs(expected).max())
     assert model.ingest.active_view(stats.view(), None).n_docs == 150
 
@@ -159,7 +189,7 @@ def test_open_vocabulary_growth_and_retirement():
     stats.update(DocumentBatch.from_csr(after))
     p_before, *_ = reference(before)
     p_after, *_ = reference(after)
-    omega = gaussian_rows(SEED, V + 20, S)
+    omega = rounded_test_matrix(V + 20)
     expected = (p_before + p_after) @ omega
     np.testing.assert_allclose(stats.sketch, expected, atol=1e-11 * np.abs(expected).max())
     # retirement: the slot's row restarts from zero with a new test row; the old word's column
@@ -170,7 +200,7 @@ def test_open_vocabulary_growth_and_retirement():
     later = documents(100, seed=8, n_words=V + 20)
     stats.update(DocumentBatch.from_csr(later))
     p_later, *_ = reference(later)
-    new_omega = gaussian_rows(SEED, V + 20, S, stats.generations)
+    new_omega = rounded_test_matrix(V + 20, stats.generations)
     assert not np.allclose(new_omega[word], omega[word])
     expected = (p_before + p_after) @ omega + p_later @ new_omega
     expected[word] = p_later[word] @ new_omega
