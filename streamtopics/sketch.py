@@ -276,9 +276,7 @@ class SketchedCooccurrence(RunningSums):
         self.document_frequency = np.concatenate(
             [self.document_frequency, np.zeros(extra, self.document_frequency.dtype)])
         if self._omega is not None:
-            new = gaussian_rows(self.seed, n_words, self.sketch_size, self.generations,
-                              np.arange(self.n_words, n_words), self.omega_dtype)
-            self._omega = np.vstack([self._omega, new])
+            self._omega = np.vstack([self._omega, self._test_rows(np.arange(self.n_words, n_words))])
         self.n_words = int(n_words)
 
     def clear_word(self, word: int) -> None:
@@ -350,7 +348,7 @@ class SketchedCooccurrence(RunningSums):
         stats.rank = int(state["sketch_rank"])
         stats.seed = int(state["sketch_seed"])
         # states saved before the test matrix was float32 have no dtype: their Y used float64
-        stats.omega_dtype = np.dtype(str(state["sketch_omega_dtype"]) if "sketch_omega_dtype" in state else "float64")
+        stats.omega_dtype = np.dtype(str(state.get("sketch_omega_dtype", "float64")))
         if stats.omega_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"sketch state: test matrix dtype {stats.omega_dtype} is not float32 or float64")
         stats.generations = np.array(state["generations"], dtype=np.int64)
@@ -383,7 +381,7 @@ def low_rank(sketch: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarr
     gram = sketch.T @ sketch
     cross = np.zeros((sketch.shape[1], omega.shape[1]))  # Y^T Omega, float64, in row chunks:
     for start in range(0, sketch.shape[0], 16384):  # no V x s float64 copy of a float32 Omega
-        cross += sketch[start:start + 16384].T @ omega[start:start + 16384].astype(np.float64)
+        cross += sketch[start:start + 16384].T @ omega[start:start + 16384].astype(np.float64, copy=False)
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]
