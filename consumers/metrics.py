@@ -111,7 +111,6 @@ class ServiceMetrics:
         self.stalled = False
         self._bucket_counts = [0] * (len(REFRESH_BUCKETS) + 1)
         self._duration_sum = 0.0
-        self._duration_count = 0
         self._refresh_seen: int | None = None  # version whose duration was last observed
         self._samples: deque = deque()  # (monotonic time, documents absorbed)
         self.registry = CollectorRegistry(auto_describe=False)
@@ -171,7 +170,6 @@ class ServiceMetrics:
     def _observe(self, seconds: float) -> None:
         self.last_refresh_seconds = seconds
         self._duration_sum += seconds
-        self._duration_count += 1
         for i, bound in enumerate(REFRESH_BUCKETS):
             if seconds <= bound:
                 self._bucket_counts[i] += 1

@@ -65,10 +65,6 @@ class StateStore(abc.ABC):
     """Where a group's partial states and snapshots live (see the module docstring)."""
 
     @abc.abstractmethod
-    def member_checkpoints(self, member: str) -> CheckpointStore:
-        """The writable checkpoint store of one worker."""
-
-    @abc.abstractmethod
     def partials(self) -> list[Partial]:
         """The newest intact partial checkpoint of every worker, by member name."""
 
@@ -144,9 +140,6 @@ class DirectoryStateStore(StateStore):
         if not member or "/" in member or member.startswith("."):
             raise ValueError(f"bad member name {member!r}")
         return self.members_dir / member
-
-    def member_checkpoints(self, member: str, keep: int = 3) -> CheckpointStore:
-        return CheckpointStore(self.member_dir(member), keep=keep)
 
     def partials(self) -> list[Partial]:
         found = []

@@ -425,10 +425,6 @@ class LowRankView:
         self.__dict__.update(state)
         self._shared["lock"] = threading.Lock()
 
-    @property
-    def factorised(self) -> bool:
-        return self._shared["factors"] is not None
-
     def factors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``U``, ``lambda`` and the diagonal correction ``diag(Q_sum) - diag(U lambda U^T)``."""
         shared = self._shared

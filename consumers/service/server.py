@@ -30,7 +30,6 @@ from dataclasses import dataclass
 log = logging.getLogger("consumers.service")
 
 DEFAULT_PORT = 8765
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 #: Seconds a client has to send a request's headers (after connecting or after a response).
 HEADER_TIMEOUT_S = 10.0
 #: Most connections open at once (see the module docstring for what happens beyond).
