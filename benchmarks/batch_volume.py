@@ -32,7 +32,7 @@ from streamtopics.refinement import HOLDOUT_EVERY
 def refinement_documents(n_topics: int) -> int:
     """Documents the default refinement fits at ``n_topics`` (its reservoir less the held-out share)."""
     size = default_reservoir_size(n_topics)
-    return size - -(-size // HOLDOUT_EVERY)
+    return size - len(range(0, size, HOLDOUT_EVERY))  # every HOLDOUT_EVERY-th document, from the first, is held out
 
 
 def fitted_l1(system: str, truth, stream, n_documents: int, variants: dict, iterations: int = 100):
@@ -59,8 +59,8 @@ def main() -> None:
     columns = [f"tomotopy {i} it." for i in args.iterations]
     if args.ours:
         columns += ["ours, defaults (refresh s)", f"ours, reservoir {args.documents:,} (refresh s)"]
-    print("| setting | documents fitted | " + " | ".join(columns) + " |")
-    print("|---|---:|" + "---:|" * len(columns))
+    print("| setting | documents fitted | " + " | ".join(columns) + " | seconds |")
+    print("|---|---:|" + "---:|" * (len(columns) + 1))
     for spec in args.settings:
         corpus, n_topics, alpha = spec.split(":")
         truth = truths.load(corpus, int(n_topics), cache=args.cache)
@@ -73,8 +73,7 @@ def main() -> None:
             for name in variants:
                 l1, seconds = fitted_l1(name, truth, stream, args.documents, variants)
                 cells.append(f"{l1:.3f} ({seconds:.1f})")
-        print(f"| {spec} | {n:,} | " + " | ".join(cells) + f" |  <!-- {time.perf_counter() - start:.0f} s -->",
-              flush=True)
+        print(f"| {spec} | {n:,} | " + " | ".join(cells) + f" | {time.perf_counter() - start:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
