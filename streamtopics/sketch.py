@@ -75,6 +75,7 @@ ROW_SUMS = False
 #: vocabularies). The products stay float64. States saved before it say nothing of the dtype and
 #: keep float64, the matrix their Y was summed with.
 OMEGA_DTYPE = np.float32
+_CROSS_ROWS = 16384  # rows of a float32 Omega cast to float64 at once when the view is factorised
 
 
 def default_sketch_size(n_topics: int) -> int:
@@ -380,8 +381,9 @@ def low_rank(sketch: np.ndarray, omega: np.ndarray, rank: int) -> tuple[np.ndarr
         return np.zeros((sketch.shape[0], 0)), np.zeros(0)
     gram = sketch.T @ sketch
     cross = np.zeros((sketch.shape[1], omega.shape[1]))  # Y^T Omega, float64, in row chunks:
-    for start in range(0, sketch.shape[0], 16384):  # no V x s float64 copy of a float32 Omega
-        cross += sketch[start:start + 16384].T @ omega[start:start + 16384].astype(np.float64, copy=False)
+    for start in range(0, sketch.shape[0], _CROSS_ROWS):  # no V x s float64 copy of a float32 Omega
+        rows = slice(start, start + _CROSS_ROWS)
+        cross += sketch[rows].T @ omega[rows].astype(np.float64, copy=False)
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]
