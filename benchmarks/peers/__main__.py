@@ -6,7 +6,8 @@
 The peers are the ``bench`` extra of pyproject.toml (``pip install -e '.[bench]'``; river is a
 core dependency); ``--install`` runs that pip command first. A peer whose package is missing is
 reported as not installed, never silently dropped. Results of earlier invocations of the same
-suite in ``--out`` are kept and merged, so a long suite can be run setting by setting.
+suite in ``--out`` (default ``.artifacts/peers/``, git-ignored) are kept and merged, so a long
+suite can be run setting by setting.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def run_system(system: str, setting: Setting, stream: Path, suite, budget: float
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=sorted(SUITES), default="quick")
-    parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--out", type=Path, default=ROOT / ".artifacts" / "peers")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "streamtopics-peers")
     parser.add_argument("--settings", help="comma-separated setting names (default: all of the suite)")
     parser.add_argument("--systems", help="comma-separated systems (default: all)")

@@ -13,7 +13,7 @@ Two measurements, both one pass over a stream:
 
 Corpora are read and filtered as a user would (:mod:`.corpora`); systems are our model under
 named settings (:mod:`.variants`) and the peers of :mod:`benchmarks.peers` (:mod:`.systems`).
-Results go to ``DIR/NAME.json`` and ``DIR/NAME.md`` (:mod:`.report`), rewritten after every
-system; the committed ``RESULTS-*.md`` here are the runs quoted in BENCHMARKS.md, and
-``guard.json`` holds the CI bounds of ``tests/test_quality_guard.py``.
+Results go to ``DIR/NAME.json`` and ``DIR/NAME.md`` (:mod:`.report`; ``DIR`` defaults to the
+git-ignored ``.artifacts/quality/``), rewritten after every system; ``guard.json`` holds the CI
+bounds of ``tests/test_quality_guard.py``.
 """
