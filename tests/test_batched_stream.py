@@ -105,6 +105,7 @@ EVENTS = dict(every_documents=50, every_seconds=12 * 3600, checkpoint_every=70) 
     ({}, ()), ({}, (600,)),  # no event: the queue fills (one compiled pass) and is learned
     (dict(every_documents=100, speed=600.0), ()),  # paced: no document learned before its time
 ], ids=["events", "events, stopped and resumed", "full queues", "full queues, stopped and resumed", "paced"])
+@pytest.mark.slow
 def test_a_batched_replay_is_the_replay_one_document_at_a_time(tmp_path, monkeypatch, schedule, stops):
     archive = tmp_path / "a.jsonl"
     archive.write_text("\n".join(archive_lines(1300)) + "\n")

@@ -26,6 +26,8 @@ from run_helpers import EMPTY_DOCUMENTS, MALFORMED_LINES, add_labels, finished_r
 from streamtopics import StreamingTopicModel
 from streamtopics.synthetic import sample_documents
 
+pytestmark = pytest.mark.browser
+
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
 
 THEMES = {

@@ -237,6 +237,7 @@ def test_decayed_counter_matches_direct_sum():
 
 
 @pytest.mark.parametrize("method", ["rp", "hybrid"])
+@pytest.mark.slow
 def test_tracker_selectors_follow_a_drifting_stream(method):
     """The tracker-based selectors forget too: the same birth/death bounds as fastanchors."""
     stream = drifting_stream(6500, SWITCH, seed=1)
@@ -312,6 +313,7 @@ def _follow(seed, half_life=HALF_LIFE, n_docs=6500):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.slow
 def test_birth_and_death_are_reported_and_other_topics_keep_their_ids(seed):
     """Bounds: the newborn's share of the decayed sums is 0.25 (1 - 2^(-t/h)) t documents after
     it starts, so its prevalence reaches the 0.15 floor after ~1.3 half-lives; the dead topic's is

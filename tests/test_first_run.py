@@ -132,6 +132,7 @@ def test_the_paced_live_source_passes_everything_on_and_pauses_after_each_snapsh
     assert [c for c in live.calls if c[0] != "snapshot"] == [("progress", "r"), ("finish",)]
 
 
+@pytest.mark.slow
 def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_refresh(tmp_path):
     """With an empty numba cache ``compile_ahead`` starts the helper; once it is done, a model's
     refresh in a new process compiles kernels (recovery's) but none of the refinement's modules,

@@ -22,6 +22,7 @@ from streamtopics.synthetic import semi_synthetic, separable_topics
 DEVICE = cuda_available()
 
 
+@pytest.mark.gpu
 def test_device_steps_match_the_cpu():
     env = dict(os.environ)
     if not DEVICE:

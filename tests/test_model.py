@@ -124,6 +124,7 @@ def test_a_refresh_reports_its_steps_and_a_total_that_includes_them(truth):
         assert parts <= steps["total_s"] <= wall
 
 
+@pytest.mark.slow
 def test_topic_added_mid_stream_is_a_birth(truth):
     rng = np.random.default_rng(5)
     first_part, _ = semi_synthetic(truth.topic_word[:, : K - 1], 15000, alpha=0.1, doc_length=150, seed=6)

@@ -16,6 +16,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,6 +36,7 @@ def package_data() -> set[str]:
     return files
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path):
     # built from a copy of the sources: setuptools builds in the tree, and a checkout's build/
     # keeps files deleted since, which a wheel built there would carry

@@ -17,6 +17,8 @@ import json
 import pytest
 from suite_helpers import DATA, ROOT, run_quick_suite  # beside this file (conftest.py)
 
+pytestmark = pytest.mark.peers
+
 GUARD = ROOT / "benchmarks" / "peers" / "guard.json"
 PEERS = ("gensim", "sklearn", "river", "tomotopy")
 

@@ -35,6 +35,7 @@ def _default(records, setting):
     return row
 
 
+@pytest.mark.peers
 def test_gibbs_truth_l1_has_not_regressed(quick_suite):
     guard = json.loads(GUARD.read_text())["l1"]
     l1 = _default(quick_suite["synthetic"], guard["setting"])["l1"][str(guard["documents"])]
@@ -42,6 +43,7 @@ def test_gibbs_truth_l1_has_not_regressed(quick_suite):
                                   f"is above the bound {guard['bound']} (measured {guard['measured']})")
 
 
+@pytest.mark.peers
 def test_real_split_npmi_has_not_regressed(quick_suite):
     guard = json.loads(GUARD.read_text())["npmi"]
     npmi = _default(quick_suite["real"], guard["setting"])["npmi"]

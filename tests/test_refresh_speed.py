@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist, pdist
 
@@ -52,6 +53,7 @@ def test_matching_equal_rows_first_is_the_whole_assignment():
     assert np.array_equal(_match(previous, current), hungarian(previous, current))
 
 
+@pytest.mark.slow
 def test_recovery_solves_as_it_did_before_the_gathered_block_factorisation(monkeypatch):
     """Working sets large enough for the gathered block (K = 40, supports of 20-30 words) against the
     hand-written factorisation alone: the same coefficients to rounding, and whole solves with
@@ -231,7 +233,7 @@ def test_a_warm_start_the_finish_cannot_use_starts_again_from_uniform():
     from uniform: the same coefficients and iterations as the cold solve, bit for bit; words it
     converged reach the reference's objective."""
     rng = np.random.default_rng(5)
-    k, rank, n_features, n_words = 12, 8, 300, 30
+    k, rank, n_features, n_words = 12, 8, 300, 200
     anchor_rows = rng.dirichlet(np.ones(rank), k) @ rng.dirichlet(np.full(n_features, 0.1), rank)
     word_rows = rng.dirichlet(np.full(k, 0.3), n_words) @ anchor_rows
     products = word_rows @ anchor_rows.T
@@ -240,14 +242,17 @@ def test_a_warm_start_the_finish_cannot_use_starts_again_from_uniform():
     elsewhere = rng.dirichlet(np.full(k, 0.05), n_words)  # the previous refresh's support, anchors since moved
     moved, moved_iterations = recover_l2(anchor_rows, products, start=elsewhere, tol=tol, max_iter=500)
     restarted = moved_iterations != 1  # 1: the finish from the old support worked after all
-    assert restarted.sum() >= 10, moved_iterations
+    # How many words' finishes fail on the singular Gram depends on the floating-point path (27 %
+    # with AVX-512 and with a generic x86-64 build here, more with AVX2): the property is that each
+    # one that fails starts again from uniform; the bound only checks that the case is exercised.
+    assert restarted.sum() >= n_words // 10, moved_iterations
     assert np.array_equal(moved[restarted], cold[restarted])
     assert np.array_equal(moved_iterations[restarted], cold_iterations[restarted])
     gram = anchor_rows @ anchor_rows.T
     scale = np.trace(gram) / k
     reference = _plain_simplex_least_squares(gram / scale, products / scale)
     converged = moved_iterations < 500
-    assert converged.sum() >= 10
+    assert converged.sum() >= n_words // 2
 
     def objective(c):
         return np.einsum("ij,jk,ik->i", c, gram / scale, c) - 2 * np.einsum("ij,ij->i", c, products[converged] / scale)
