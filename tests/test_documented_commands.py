@@ -424,7 +424,7 @@ def checkout(tmp_path):
     """A working directory whose ``../shared`` is the real one, with the venv's commands first
     on PATH."""
     if not (SHARED / "data").is_dir():
-        pytest.skip("no ../shared/data beside the checkout")
+        pytest.fail(f"no corpora at {SHARED / 'data'} (../shared/data beside the checkout)", pytrace=False)
     (tmp_path / "shared").symlink_to(SHARED)
     work = tmp_path / "checkout"
     work.mkdir()

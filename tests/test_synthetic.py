@@ -1,4 +1,5 @@
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from streamtopics.synthetic import (
     topic_proportions,
 )
 
-KOS = "/work/shared/data/uci-kos"
+KOS = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci-kos"  # ../shared beside the checkout
 
 
 def assert_canonical_counts(documents, shape):
@@ -34,7 +35,8 @@ def assert_canonical_counts(documents, shape):
 
 
 def cooccurrence_average(documents):
-    """Mean over documents of (H H^T - diag H) / (n (n - 1)), computed densely (DESIGN 2.1)."""
+    """Mean over documents of (H H^T - diag H) / (n (n - 1)), computed densely (docs/design.md,
+    "Co-occurrence sums")."""
     h = documents.toarray()
     n = h.sum(axis=1)
     h, n = h[n >= 2], n[n >= 2]
