@@ -1,8 +1,8 @@
 """Ingest throughput of the co-occurrence kernel on NYT-shaped documents.
 
 V = 15,000 words, 300 tokens and about 200 distinct words per document, Zipf-like frequencies.
-Next to it, in the same run, the naive baseline of DESIGN section 6: a numba loop that adds one
-document's pairs at a time into a dense V x V float64 matrix.
+Next to it, in the same run, the naive baseline of BENCHMARKS.md, "Ingest": a numba loop that adds
+one document's pairs at a time into a dense V x V float64 matrix.
 
     python -m benchmarks.ingest [--docs 20000] [--batch 4096]
 

@@ -112,7 +112,7 @@ def reuse_memory() -> None:
     long-running consumer. Otherwise a path can pay the first touch of fresh memory inside its
     timing, depending on when the collector last ran: on the development VM 1.7-2.4 s of system
     time per 0.9 GB, against 0.1-0.15 s for memory the process had touched before (``git show
-    8e056d1:BENCHMARKS.md``, "Kafka consumer")."""
+    8e056d1:BENCHMARKS.md``, "Ingest kernel: prefetched entries, unsigned inner loop")."""
     gc.collect()
 
 

@@ -1,4 +1,4 @@
-"""Adapters and services around the :mod:`streamtopics` library (README "Layout" has the map).
+"""Adapters and services around the :mod:`streamtopics` library (map: docs/design.md, "Module layout").
 
 Every stream runs through one driver, :class:`consumers.stream.StreamDriver` (learn, refresh,
 snapshot directory, checkpoint in one commit order): the archive replay

@@ -1,6 +1,6 @@
 """Scale-out over a Kafka consumer group: partial statistics per worker, one merged model.
 
-Topology (DESIGN 5)::
+Topology (docs/design.md, "State, checkpoints, several consumers"; docs/scale-out.md)::
 
     topic (P partitions) --> worker 1 .. worker N   (one consumer group, fixed vocabulary)
                                | partial checkpoints + counted offset ranges

@@ -24,11 +24,12 @@ another member of the group committed further (its checkpoint holds those docume
 commit; a partition nobody has read starts at ``auto_offset_reset``. Commits carry this consumer's
 member id in their metadata so the two cases can be told apart.
 
-Several members of one group each keep the statistics of the partitions they read (DESIGN 5:
-partial statistics, summed by a refresher); use ``group_instance_id`` (static membership) so that
-a restarted member gets its partitions back without a rebalance. What differs between a consumer
-on its own and a scale-out worker is its *role*, composed in: :class:`Standalone` (the default)
-refreshes and resumes from its own checkpoint; a worker's role
+Several members of one group each keep the statistics of the partitions they read
+(docs/design.md, "State, checkpoints, several consumers": partial statistics, summed by a
+refresher); use ``group_instance_id`` (static membership) so that a restarted member gets its
+partitions back without a rebalance. What differs between a consumer on its own and a scale-out
+worker is its *role*, composed in: :class:`Standalone` (the default) refreshes and resumes from
+its own checkpoint; a worker's role
 (:class:`consumers.group.GroupView`) never refreshes, starts a newly assigned partition at the
 furthest offset any member checkpointed for it, and takes the group's snapshots for
 per-document mixtures. Every checkpoint records, per partition, the offset ranges its
@@ -418,9 +419,10 @@ class TopicModelConsumer:
     def _commit(self, saved: Checkpoint, asynchronous: bool) -> None:
         """Commit the checkpointed offsets of the assigned partitions, tagged with our member id.
         A failed commit is harmless (the checkpoint decides where we resume), so it is only
-        counted. The checkpoint is on disk before this runs (DESIGN 5: checkpoint first, then
-        commit). A synchronous commit waits at most ``commit_timeout_s`` (default 5 s): while
-        the broker is down the consume loop is held that long at most, not the client's 60 s."""
+        counted. The checkpoint is on disk before this runs (docs/design.md, "State, checkpoints,
+        several consumers": checkpoint first, then commit). A synchronous commit waits at most
+        ``commit_timeout_s`` (default 5 s): while the broker is down the consume loop is held that
+        long at most, not the client's 60 s."""
         if self._consumer is None:
             return
         metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})

@@ -1,4 +1,4 @@
-"""Topic identity across refreshes (DESIGN 2.6).
+"""Topic identity across refreshes (docs/design.md, "Topic identity").
 
 Recovered topics come back in arbitrary order. A new snapshot's topic keeps the id of a previous
 topic when they are the same topic by any of three tests, strongest first:
@@ -33,7 +33,7 @@ def l1_distances(previous: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Pairwise L1 distances between the columns of two V x K matrices (0 to 2), each pair summed
     over the words in order: scipy's ``cdist(previous.T, current.T, "cityblock")`` bit for bit,
     without its transposed copies, in about a third of its time at V = 100,000, K = 101
-    (BENCHMARKS.md, "Topic distances read row by row")."""
+    (``git show 8e056d1:BENCHMARKS.md``, "Topic distances read row by row, top words in one pass")."""
     previous = np.ascontiguousarray(previous, dtype=np.float64)
     current = np.ascontiguousarray(current, dtype=np.float64)
     return _column_l1(previous, current)

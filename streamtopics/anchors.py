@@ -32,7 +32,8 @@ def default_min_document_frequency(n_docs: int) -> int:
     The second floor (2 % of the documents, at most 500) keeps the young stream's candidates to
     words seen often enough that their rows are not noise: on streams drawn from Gibbs-fitted
     topics it cut the matched L1 at 20k documents from 0.79 to 0.49 and changed nothing at 100k
-    (BENCHMARKS.md, topic quality).
+    (commit c65a363's message; the Gibbs-truth streams: BENCHMARKS.md, "Topic quality against
+    gensim, scikit-learn and tomotopy").
     """
     m = max(n_docs, 1)
     return int(max(5, min(np.sqrt(m), m / 20), min(FLOOR_FRACTION * m, FLOOR_CAP)))
@@ -44,10 +45,10 @@ def default_max_candidates(n_topics: int) -> int:
     The farthest-point search takes any extreme row, and among a few thousand words enough have
     odd co-occurrence rows (uuencoded junk, a name quoted in one thread) to take anchors from real
     topics; keeping the most frequent thousand (twenty per topic past 50 topics) leaves those
-    out. On streams drawn from Gibbs-fitted topics (BENCHMARKS.md, topic quality) it cut the
-    matched L1 at 100k documents from 0.82 to 0.57 (20 Newsgroups, K = 50) and from 0.59 to 0.44
-    (Reuters, K = 40) against a cap of 3,000; a fixed 1,000 lost at K = 100 (0.20 -> 0.31), hence
-    the 20 per topic.
+    out. On streams drawn from Gibbs-fitted topics (BENCHMARKS.md, "Topic quality against gensim,
+    scikit-learn and tomotopy") it cut the matched L1 at 100k documents from 0.82 to 0.57 (20
+    Newsgroups, K = 50) and from 0.59 to 0.44 (Reuters, K = 40) against a cap of 3,000; a fixed
+    1,000 lost at K = 100 (0.20 -> 0.31), hence the 20 per topic.
     """
     return max(1000, 20 * int(n_topics))
 

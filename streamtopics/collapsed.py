@@ -1,13 +1,13 @@
 """Sparse CVB0: LDA's zero-order collapsed variational updates over the reservoir, seeded by the
-recovered topics (DESIGN 2.5; Asuncion, Welling, Smyth & Teh 2009).
+recovered topics (docs/design.md, "Refinement"; Asuncion, Welling, Smyth & Teh 2009).
 
 Why not only KL-tEM: KL-tEM climbs the likelihood of a mixture of multinomials, and on short
 documents that likelihood's maximum lies farther from the truth than the anchor seed (Gibbs-truth
 stream, Debian K = 50: L1 0.286 after one EM step, 0.401 after 20, on all 100,000 documents).
 CVB0 keeps LDA's Dirichlet priors and, above all, leaves each entry's own share out of its
 document's topic counts when it updates that share, so a word cannot vote for the topic it alone
-put in its document; from the same seed it settles near batch Gibbs (BENCHMARKS.md, "CVB0 from the
-anchor seed").
+put in its document; from the same seed it settles near batch Gibbs (``git show
+8e056d1:BENCHMARKS.md``, "CVB0 from the anchor seed").
 
 Each entry (a distinct word of a document) holds its expected topic assignment, its *shares*,
 truncated to its :data:`TOP_TOPICS` largest (topic ids and float32 weights, ``nnz x TOP_TOPICS``
@@ -26,8 +26,8 @@ in entry order, and are summed afresh once a sweep: the result does not depend o
 threads. Blocks reach in 4 sweeps what one phi per sweep reached in 5 (Reuters K = 50, alpha
 0.1, 100k documents: 0.231 after 5 sweeps with one block, 0.228 after 4 and 0.224 after 5 with 8;
 over the quality protocol's grid, 5 sweeps of 8 blocks gave lower L1 in 42 of 48 cells and equal
-in 6), for about a quarter more time per sweep (BENCHMARKS.md, "CVB0 in blocks, and prefetched
-rows").
+in 6), for about a quarter more time per sweep (``git show 8e056d1:BENCHMARKS.md``, "CVB0 in
+blocks, and prefetched rows").
 
 Kept topics per entry, after KL-tEM, 10 sweeps, on the quality protocol's captured
 100k-document reservoirs (matched L1, 1 / 2 / 4 / 6 topics): Reuters K = 50, alpha 0.1: 0.285 /
@@ -181,7 +181,8 @@ def _keep_largest(values, ids, weights, e, best, best_ids, candidates, warm):
     other topic can enter and nothing more is done. Otherwise only the topics whose values reach
     a floor are offered, in order: the smallest kept value (``warm``) or a lower bound of the
     ``best.size``-th largest (:func:`_lower_bound_of_largest`); none below it could be kept. Both
-    exact (BENCHMARKS.md, "Skipping the scan when nothing can enter")."""
+    exact (``git show 8e056d1:BENCHMARKS.md``, "CVB0 in blocks, and prefetched rows", its
+    "Skipping the scan when nothing can enter")."""
     top = best.size
     best[:] = -1.0
     best_ids[:] = values.size
@@ -317,13 +318,13 @@ def _update_word_topic(indices, counts, ids, weights, word_topic, ids_before, we
     entry in order and updates only the rows of the words with ``owners[w] == p``: a cell gets its
     changes in entry order, the same sums as one serial pass whatever the split, and each thread's
     reads stay sequential. At K = 101 and 4.2 million entries a pass takes 0.042 s on 2 threads
-    against 0.087 s serial; at K = 21 and V = 4,829 (the README's Reuters replay, whose counts fit
-    in cache) the same as serial. The cells an entry updates (its own and, moving, its previous
-    topics' in its word's row) are scattered over n_wk: each thread prefetches them for its entry
-    :data:`ENTRIES_AHEAD` ahead, which made a pass 1.5-2 times as fast at K = 101, V = 15,000 on
-    an AMD EPYC, where a pass had taken 0.12 s (BENCHMARKS.md, "Prefetched topic-word cells").
-    One kernel for adding and moving: each parallel kernel costs a first run about half a second
-    to compile."""
+    against 0.087 s serial; at K = 21 and V = 4,829 (the Reuters replay of docs/replay.md, whose
+    counts fit in cache) the same as serial. The cells an entry updates (its own and, moving, its
+    previous topics' in its word's row) are scattered over n_wk: each thread prefetches them for
+    its entry :data:`ENTRIES_AHEAD` ahead, which made a pass 1.5-2 times as fast at K = 101,
+    V = 15,000 on an AMD EPYC, where a pass had taken 0.12 s (``git show 8e056d1:BENCHMARKS.md``,
+    "Prefetched topic-word cells"). One kernel for adding and moving: each parallel kernel costs a
+    first run about half a second to compile."""
     flat = word_topic.reshape(-1)
     n_topics = word_topic.shape[1]
     for part in prange(parts):

@@ -17,7 +17,7 @@ from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
 STATISTICS = ("exact", "sketch", "auto")
 #: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at
-#: 20,000 words) and sketches above it (BENCHMARKS.md, large vocabularies).
+#: 20,000 words) and sketches above it (BENCHMARKS.md, "Large vocabularies").
 SKETCH_ABOVE_WORDS = 20_000
 REFINE_DEVICES = ("cpu", "cuda", "auto")
 #: ``refine_device="cuda"``: the most columns (topics and the background) a GPU thread's local arrays hold
@@ -28,7 +28,8 @@ DEVICE_MAX_COLUMNS = 512
 #: defaults were measured with), between 16,000 and 50,000 documents: 50,000 for K <= 32, 32,000 at
 #: K = 50. On the standard grid of Gibbs-truth streams it lowered L1 at 100k documents in all 12
 #: settings (20 Newsgroups K = 50, alpha 0.03: 0.209 -> 0.167; Reuters K = 20, alpha 0.03: 0.122 ->
-#: 0.094) and changed no real-text figure (BENCHMARKS.md, "A reservoir sized by the topics").
+#: 0.094) and changed no real-text figure (`git show 8e056d1:BENCHMARKS.md`, "A reservoir sized by the
+#: topics").
 RESERVOIR_TOPIC_DOCUMENTS = 1_600_000
 RESERVOIR_RANGE = (16_000, 50_000)
 

@@ -128,7 +128,8 @@ def _accumulate_batch(q, word_mass, n_words, indptr, indices, counts, order, gro
                 mass += share[e]
                 diagonal += f * (counts[e] - 1.0)
                 # unsigned positions: numba then skips the negative-index wrap-around test on
-                # every access of this innermost loop (1.25x single-threaded, BENCHMARKS.md)
+                # every access of this innermost loop (1.25x single-threaded: `git show
+                # 8e056d1:BENCHMARKS.md`, "Ingest kernel: prefetched entries, unsigned inner loop")
                 for p in range(np.uint64(e + 1), np.uint64(end)):
                     q[np.uint64(base + indices[p])] += f * counts[p]
             word_mass[w] = mass
@@ -183,7 +184,7 @@ class RunningSums:
         else:
             self._start_forgetting(DecayClock(half_life, half_life_unit))
 
-    # ------------------------------------------------------------------ forgetting (DESIGN 2.7)
+    # ------------------------------------ forgetting (docs/design.md, "Forgetting, windows, open vocabularies")
     # With ``half_life`` h, every sum is the exponentially weighted sum ``sum_d 2^(-(T - t_d) / h)
     # Q_d``, T now and t_d the time of document d (its arrival index, or its stream time): the
     # latest document weighs 1, one h older weighs 1/2. Multiplying V^2 numbers per document
@@ -411,7 +412,7 @@ class CooccurrenceStats(RunningSums):
         ``single``: the blocks and ``right`` are rounded to float32 and multiplied in float32
         (the sums stay float64, the blocks' products are added in float64): 1.4-1.6 times as
         fast at V = 15,000, k = 101, within 5e-7 of the float64 product relative to its largest
-        entry (BENCHMARKS.md, "What the defaults cost")."""
+        entry (``git show 8e056d1:BENCHMARKS.md``, "What the defaults cost")."""
         dtype = np.float32 if single else np.float64
         right = np.ascontiguousarray(right, dtype=dtype)
         out = np.zeros((self.n_words, right.shape[1]))

@@ -41,7 +41,8 @@ DOCUMENT_WORDS = 10  # words shown of a representative document (its most freque
 MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly it)
 POOL = 2000  # kept documents ranked for representatives (evenly spaced over the reservoir)
 SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
-# to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (BENCHMARKS.md)
+# to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
+# 8e056d1:BENCHMARKS.md`, "A faster warm refresh")
 
 
 def excerpt_of(document) -> str | None:

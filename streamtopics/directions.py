@@ -1,4 +1,4 @@
-"""Counter-based Gaussian directions g_d ~ N(0, I_P), one per document (DESIGN.md section 2.2).
+"""Counter-based Gaussian directions g_d ~ N(0, I_P), one per document (docs/design.md, "Anchor words").
 
 The random-projection tracker (:mod:`streamtopics.trackers`) projects every document on its own
 direction.  g_d is a pure function of (seed, document key, column): a splitmix64 mixer and

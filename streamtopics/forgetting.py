@@ -1,4 +1,6 @@
-"""Exponential forgetting: the lazy decay clock and per-word recent activity (issue 4, DESIGN 2.7).
+"""Exponential forgetting: the lazy decay clock and per-word recent activity (issue 4).
+
+docs/design.md, "Forgetting, windows, open vocabularies", gives the method.
 
 :class:`DecayClock` is the bookkeeping every forgetting statistic shares. A sum decayed with
 half-life h, ``sum_d 2^(-(T - t_d) / h) x_d``, would need every stored number multiplied by a

@@ -13,8 +13,9 @@ over topics in a tree of warp shuffles, adds a word's entries in chunks (:class:
 and re-sums CVB0's topic-word counts after every block (the CPU moves them by the block's
 changes). Every sum runs in a fixed order, so a device gives the same result on every run.
 ``tests/test_gpu.py`` compares each step with the CPU's, on a device where there is one and
-through numba's CUDA simulator where there is none. BENCHMARKS.md, "The refinement on a CUDA
-device": 3.0-3.2 times as fast as 16 CPU cores at K = 50 and 100 on an H200.
+through numba's CUDA simulator where there is none. ``git show 8e056d1:BENCHMARKS.md``, "The
+refinement on a CUDA device": 3.0-3.2 times as fast as 16 CPU cores at K = 50 and 100 on an H200
+(today's figures: BENCHMARKS.md, "GPU").
 
 The held-out scoring, the column normalisations and the choice of alpha stay on the CPU: they
 are small. A device is never required; this module is imported only when asked for. The kernels

@@ -3,10 +3,12 @@ while a first run is busy elsewhere.
 
 A first run compiles every kernel it meets, one after the other: the text and ingest kernels,
 then, at the first refresh, recovery and then the refinement (KL-tEM, held-out scoring, CVB0),
-which is about half of the compile time (BENCHMARKS.md, "A first run's compile time"). numba
-caches compiled kernels on disk and a process that reaches a kernel looks in that cache first,
-so a helper process that compiles the refinement's kernels while the first run compiles the
-others halves the wait on two cores (``consumers.kernel_cache.compile_ahead`` starts it).
+which is about half of the compile time (``git show 8e056d1:BENCHMARKS.md``, "The refinement's
+kernels compiled alongside"). numba caches compiled kernels on disk and a process that reaches a
+kernel looks in that cache first, so a helper process that compiles the refinement's kernels
+while the first run compiles the others halves the wait on two cores
+(``consumers.kernel_cache.compile_ahead`` starts it; BENCHMARKS.md, "First run: compiling the
+kernels").
 
 The toy call must reach the kernels with the argument types a refresh passes, or it compiles
 specialisations nobody uses: it calls :func:`~streamtopics.refinement.refine_topics` as

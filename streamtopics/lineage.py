@@ -3,10 +3,11 @@
 A :class:`RefreshState` holds the last snapshot, the warm-start coefficients, the next topic id,
 the significant topics, the missing topics still within their grace and the departed ones (dead,
 remembered so that a topic which comes back gets its id back). :meth:`RefreshState.advance`
-turns statistics and that state into the next snapshot (DESIGN 2.3-2.5): anchors, warm-started
-recovery, seeded refinement, alignment of topic ids with the previous snapshot, and the births,
-deaths and changes between them. :class:`Lineage` is the part another refresher may take over
-(the scale-out refresher of ``consumers.group`` does, round after round).
+turns statistics and that state into the next snapshot (docs/design.md, "Anchor words" to "Topic
+identity"): anchors, warm-started recovery, seeded refinement, alignment of topic ids with the
+previous snapshot, and the births, deaths and changes between them. :class:`Lineage` is the part
+another refresher may take over (the scale-out refresher of ``consumers.group`` does, round after
+round).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ host, not what it is about: the header block (``From:``, ``Organization:``,
 ``NNTP-Posting-Host:``, ``Lines:``), quote attributions (``In article <...>, jdoe@cs.cmu.edu
 writes:``), e-mail addresses, message ids and URLs. Split into word tokens they are among the
 most frequent words of the stream ("edu", "cmu", "nntp", "posting", "host", "writes"), and
-streamed raw, 7-10 of 20 topics of 20 Newsgroups were made of them (BENCHMARKS.md, "Mail and news
-text").
+streamed raw, 7-10 of 20 topics of 20 Newsgroups were made of them (``git show
+8e056d1:BENCHMARKS.md``, "Mail and news text"; today's figure: BENCHMARKS.md, "Topic quality
+against gensim, scikit-learn and tomotopy").
 
 :func:`strip_mail` keeps the text a reader would: a leading header block is replaced by its
 ``Subject:``, ``Keywords:`` and ``Summary:`` values, attribution lines go, and every
@@ -21,7 +22,8 @@ begins "Note: ..." keeps its first paragraph.
 :func:`blank_mail_transport` does the same to many ASCII texts at once, for the batch encoder: a
 compiled pass that overwrites with spaces, in place, what :func:`strip_mail` drops, leaving the
 same runs of letters (about 6.5 us for a 1.9 kB post on two cores, against 37.5 us for
-:func:`strip_mail`: BENCHMARKS.md); ``tests/test_mail.py`` holds it to :func:`strip_mail`.
+:func:`strip_mail`: ``git show 8e056d1:BENCHMARKS.md``, "Mail and news text"); ``tests/test_mail.py``
+holds it to :func:`strip_mail`.
 
 >>> strip_mail("From: jdoe@cs.cmu.edu (John Doe)\\nSubject: Re: Shuttle launch\\n"
 ...            "Organization: Carnegie Mellon\\n\\nIn article <1993Apr5.1@nasa.gov>, "

@@ -75,14 +75,14 @@ class StreamingTopicModel:
         their anchors, and their ids, unless the stream really moved; a previous anchor also stays
         a candidate down to half the document-frequency floor. Default None (anchors chosen
         afresh at every refresh): on Gibbs-truth streams 0.1 halved the births and deaths but
-        raised the matched L1 (BENCHMARKS.md, topic quality).
+        raised the matched L1 (``git show 8e056d1:BENCHMARKS.md``, "Topic identity").
     anchor_rectification
         ``"fastanchors"`` searches the anchors among the candidates' rows of their co-occurrence
         block rectified by this many alternating-projection steps onto the rank-K positive
         semi-definite, sum-one, non-negative matrices (Lee, Bindel & Mimno 2015;
         :mod:`~streamtopics.rectification`). Default 5; 0: the raw (projected) full rows, as
         before. On Gibbs-truth streams it kept the anchors of a stationary stream from flipping
-        between refreshes (BENCHMARKS.md, topic quality).
+        between refreshes (``git show 8e056d1:BENCHMARKS.md``, "Rectified anchor search").
     n_projections
         Random directions P of the tracker (None: ``n_projections_for_topics(n_topics)``).
     rp_min_support
@@ -109,11 +109,12 @@ class StreamingTopicModel:
     refresh_in_background
         Automatic refreshes run with :meth:`refresh_async` (ingestion goes on meanwhile).
     half_life, half_life_unit
-        Exponential forgetting (DESIGN 2.7): a document's weight in every sum halves each
-        ``half_life`` documents absorbed after it (``half_life_unit="documents"``, the default)
-        or each ``half_life`` seconds of stream time (``"stream"``: documents are dated by the
-        ``stream_time`` given to :meth:`learn_one`/:meth:`learn_many`; one without a time, or
-        older than the latest seen, takes the latest seen); done lazily, so ingestion stays O(document)
+        Exponential forgetting (docs/design.md, "Forgetting, windows, open vocabularies"): a
+        document's weight in every sum halves each ``half_life`` documents absorbed after it
+        (``half_life_unit="documents"``, the default) or each ``half_life`` seconds of stream time
+        (``"stream"``: documents are dated by the ``stream_time`` given to
+        :meth:`learn_one`/:meth:`learn_many`; one without a time, or older than the latest seen,
+        takes the latest seen); done lazily, so ingestion stays O(document)
         (:class:`~streamtopics.forgetting.DecayClock`). None (default): exact sums. With
         ``anchor_method="rp"``/``"hybrid"`` the trackers forget with the same clock.
     window
@@ -138,18 +139,19 @@ class StreamingTopicModel:
         topics (e.g. a spare topic slot picking up noise) make no birth or death events. 0
         (default): every new id is a birth and every vanished id a death.
     refine_iterations
-        Seeded refinement (DESIGN 2.5, :mod:`~streamtopics.refinement`): after recovery, at most
-        this many KL-tEM iterations (it stops once the held-out likelihood has passed its peak)
-        over a reservoir of ``reservoir_size`` documents (the most recent ones with forgetting
-        on, else a uniform sample of the stream: :class:`~streamtopics.refinement.Reservoir`),
-        keeping the iterate with the best held-out likelihood (never worse than the recovered
-        topics), and Dirichlet alpha's scale chosen by held-out likelihood. Default 30 iterations
-        (0: off) over ``reservoir_size="auto"`` documents: 1,600,000 / K, between 16,000 and
-        50,000 (16,000 at K = 100, 50,000 for K <= 32), a fixed budget of topic-documents, since the
-        refinement's cost grows with both. Chosen on Gibbs-truth streams and real splits
-        (BENCHMARKS.md, topic quality): it is what brings the topics close to a batch Gibbs fit
-        (more documents, closer), and about half of a refresh's cost (2.0 of 3.6 s at V = 15,000,
-        K = 100).
+        Seeded refinement (docs/design.md, "Refinement"; :mod:`~streamtopics.refinement`): after
+        recovery, at most this many KL-tEM iterations (it stops once the held-out likelihood has
+        passed its peak) over a reservoir of ``reservoir_size`` documents (the most recent ones
+        with forgetting on, else a uniform sample of the stream:
+        :class:`~streamtopics.refinement.Reservoir`), keeping the iterate with the best held-out
+        likelihood (never worse than the recovered topics), and Dirichlet alpha's scale chosen by
+        held-out likelihood. Default 30 iterations (0: off) over ``reservoir_size="auto"``
+        documents: 1,600,000 / K, between 16,000 and 50,000 (16,000 at K = 100, 50,000 for
+        K <= 32), a fixed budget of topic-documents, since the refinement's cost grows with both.
+        Chosen on Gibbs-truth streams and real splits (BENCHMARKS.md, "Topic quality against
+        gensim, scikit-learn and tomotopy"): it is what brings the topics close to a batch Gibbs
+        fit (more documents, closer), and about half of a refresh's cost (2.0 of 3.6 s at
+        V = 15,000, K = 100).
     refine_smoothing
         Pseudo-count added to every word of every topic in the refinement's M-step (default
         0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops
@@ -159,8 +161,8 @@ class StreamingTopicModel:
         over the same documents after KL-tEM, from the topics it kept (default 5; 0: KL-tEM
         alone). KL-tEM fits a mixture of multinomials, whose optimum on short documents lies away
         from LDA's topics; CVB0 keeps LDA's priors and lowered the matched L1 to Gibbs truths in
-        every cell of the quality protocol (BENCHMARKS.md, "CVB0 after KL-tEM"), at a cost that
-        grows with the reservoir's entries times K.
+        every cell of the quality protocol (``git show 8e056d1:BENCHMARKS.md``, "CVB0 after
+        KL-tEM"), at a cost that grows with the reservoir's entries times K.
     refine_device
         Where the refinement runs: ``"cpu"`` (default), ``"cuda"`` (a CUDA device through numba:
         the E-steps, M-steps and CVB0 sweeps, one GPU thread per document or word,

@@ -15,7 +15,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 CACHE_LINE = 64  # bytes
-ROWS_AHEAD = 2  # rows prefetched ahead of the one being read (BENCHMARKS.md, "CVB0 in blocks, and prefetched rows")
+ROWS_AHEAD = 2  # rows prefetched ahead of the one being read (`git show 8e056d1:BENCHMARKS.md`, "CVB0 in blocks,
+# and prefetched rows")
 
 
 @intrinsic

@@ -10,8 +10,8 @@ non-zero coefficients, so now and then a primal active-set method started from E
 to finish the solve exactly (a few small linear solves, through a Cholesky factor of the working
 set's Gram block that grows with it); its result is kept when it passes the same KKT test. A try
 from a rough support costs many EG iterations, so tries come after :data:`FIRST_FINISH` EG
-iterations and then after twice as many each time (BENCHMARKS.md, "When the solver tries its
-active-set finish"). RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per
+iterations and then after twice as many each time (``git show 8e056d1:BENCHMARKS.md``, "When the
+solver tries its active-set finish"). RecoverKL minimises KL(Qbar_i || c'Qbar_S) the same way at O(V K) per
 iteration.
 
 Words are independent and solved in parallel (numba prange), each from a starting point: uniform

@@ -28,7 +28,7 @@ POWER_STEPS = 2  # steps per later projection, warm from the previous one
 SINGLE = True  # the block's products and projections in float32 (rectify): 1.8 times as fast, the same anchors.
 # Keep the small solves on numpy's LAPACK: scipy.linalg.solve_triangular here (scipy's own OpenBLAS and its thread pool
 # next to numpy's) doubled the anchors phase of the warm refresh on 2 cores and made later phases 2-3 times slower
-# under load (BENCHMARKS.md, "A faster warm refresh")
+# under load (`git show 8e056d1:BENCHMARKS.md`, "A faster warm refresh")
 
 
 def candidate_block(view, candidates: np.ndarray, chunk: int = 512) -> np.ndarray:

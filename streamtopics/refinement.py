@@ -1,4 +1,4 @@
-"""Seeded likelihood refinement of recovered topics (DESIGN 2.5; Awasthi & Risteski 2015).
+"""Seeded likelihood refinement of recovered topics (docs/design.md, "Refinement"; Awasthi & Risteski 2015).
 
 Anchor recovery gives every topic a good start ("seeded initialisation"); alternating KL
 minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of recent documents:
@@ -70,19 +70,21 @@ PATIENCE = 10  # iterates without a new best held-out score after which EM stops
 HOLDOUT_EVERY = 10  # every tenth reservoir document is held out to score the iterates, the rest fitted: on the
 # quality protocol's 12 Gibbs-truth settings lower L1 than every third in 47 of 48 cells (EM sees 35 % more
 # documents; the score, compared between iterates on the same documents, needs few), and the seed's held-out fit,
-# a third of the refinement's cost at K = 100, shrinks with it (BENCHMARKS.md, "Holding out a tenth")
+# a third of the refinement's cost at K = 100, shrinks with it (`git show 8e056d1:BENCHMARKS.md`, "Holding out a
+# tenth")
 SEED_HELD_UPDATES = 100  # updates fitting the held-out mixtures to the seed from uniform: near convergence,
 # so that the seed and the iterates (warm-started from it) are scored alike (refine_topics)
 DOCUMENT_PRIOR = 0.003  # CVB0's symmetric Dirichlet on the mixtures: on the quality protocol's 12 Gibbs-truth
 # settings (truths drawn with alpha 0.03 and 0.1) 0.003 gave lower L1 at 100k documents than 0.03 in all 12 (Debian
-# K = 50, alpha 0.03: 0.279 -> 0.266), and 0.01 or 0.001 no better; real text unchanged (BENCHMARKS.md, "A
-# sparser document prior for CVB0")
+# K = 50, alpha 0.03: 0.279 -> 0.266), and 0.01 or 0.001 no better; real text unchanged (`git show
+# 8e056d1:BENCHMARKS.md`, "A sparser document prior for CVB0")
 ALPHA_UPDATES = 10  # updates adapting the kept iterate's held-out mixtures to the published topics
 SINGLE = True  # the E-step's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times as
 # fast as float64. Only the E-step: the held-out mixtures, warm-started through every iterate, stay float64 (in
 # float32 their scores drifted by up to 4e-3 per token over 30 iterates on 20 Newsgroups, and the iterate kept on
 # the quality guard's stream moved from 30 to 22); with the E-step alone in float32 the guard's figures and kept
-# iterates were those of float64 (BENCHMARKS.md, "What the defaults cost"). The M-step sums in float64.
+# iterates were those of float64 (`git show 8e056d1:BENCHMARKS.md`, "What the defaults cost"). The M-step sums in
+# float64.
 
 
 class Reservoir:
@@ -392,9 +394,10 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     ``patience`` iterates in a row brought no new best. From an anchor seed the score often peaks
     after 1-2 iterations, dips by 0.01-0.015 and then climbs past that peak while the topics keep
     approaching the truth (Gibbs-truth streams, 20 Newsgroups K = 50, alpha = 0.1, 50,000
-    documents: L1 0.78 at the first peak, 0.39 after 30 iterations; BENCHMARKS.md, "Refinement
-    that looks past a dip"); where the score falls it falls by more than the tolerance within a
-    few iterations, so those refreshes stop about as early as before.
+    documents: L1 0.78 at the first peak, 0.39 after 30 iterations; ``git show
+    8e056d1:BENCHMARKS.md``, "Refinement that looks past a dip"); where the score falls it falls by
+    more than the tolerance within a few iterations, so those refreshes stop about as early as
+    before.
 
     The iterate returned (``kept_iteration``) is the last one run whose score is within
     ``tolerance`` of the best (``best_iteration``): a slow decline of the score after its peak

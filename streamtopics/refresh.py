@@ -1,4 +1,4 @@
-"""One refresh: statistics -> anchors -> recovered topics (DESIGN 2.3-2.4).
+"""One refresh: statistics -> anchors -> recovered topics (docs/design.md, "Anchor words", "Recovery").
 
 The functions here read the co-occurrence sums through a small interface (``n_words``,
 ``n_docs``, ``word_mass``, ``document_frequency``, ``rows(ids)``, ``matmul(B)``), implemented by
@@ -116,7 +116,7 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
                    method: str = "fastanchors", tracker=None,
                    min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
                    previous=None, stickiness: float = 0.0, rectify: int = 0) -> np.ndarray:
-    """K anchor word ids by one of three selectors (DESIGN 2.3):
+    """K anchor word ids by one of three selectors (docs/design.md, "Anchor words"):
 
     ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
     frequency >= ``min_df``, the ``max_candidates`` most frequent).
@@ -141,7 +141,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz
     eigenproblems), and split over OpenBLAS's pool each call waits for its slowest thread, which
     on a machine shared with other work made the phase swing from 0.3 to 20 s (BENCHMARKS.md,
-    "One BLAS thread for the anchor search").
+    "Tried and not adopted"; ``git show 8e056d1:BENCHMARKS.md``, "One BLAS thread for the anchor
+    search").
     """
     if method not in ANCHOR_METHODS:
         raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
@@ -244,13 +245,13 @@ def match_columns(rows: np.ndarray, previous: np.ndarray, current: np.ndarray) -
 # a tie-breaker. In a separable model the unigram row lies inside the anchors' hull, so the
 # topics and the background explain a word equally well; the penalty gives it to the topics there
 # (synthetic tests: L1 as without a background), while on real text, where the background fits
-# the common words far better, it changes nothing measurable (BENCHMARKS.md, topic quality).
+# the common words far better, it changes nothing measurable (commit c65a363, which added it).
 BACKGROUND_PENALTY = 1e-3
 
 #: The V x V x K product of recover_topics in float32 over the float64 sums
 #: (:meth:`~streamtopics.cooccurrence.CooccurrenceStats.matmul` ``single``): 1.4-1.6 times as fast
 #: at V = 15,000, K = 100; the snapshots moved by matched L1 1.3e-5 there and 2.1e-5 on 20 Newsgroups
-#: K = 20 (BENCHMARKS.md, "What the defaults cost").
+#: K = 20 (`git show 8e056d1:BENCHMARKS.md`, "What the defaults cost").
 SINGLE_PRODUCTS = True
 
 
@@ -293,8 +294,8 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     Qbar row of a word that co-occurs with everything in proportion to frequency. The part of
     each word's row it explains (``coefficients[:, K]``) goes to ``Recovery.background`` instead
     of the topics, so words common to all documents ("said", "writes", mail boilerplate) stop
-    leading every topic; on LDA-generated streams it takes next to nothing (BENCHMARKS.md, topic
-    quality). ``start`` then has K+1 columns, as the returned coefficients do. The words of the
+    leading every topic; on LDA-generated streams it takes next to nothing (commit c65a363's
+    message). ``start`` then has K+1 columns, as the returned coefficients do. The words of the
     boolean mask ``background_words`` (e.g. those in most documents) are given wholly to the
     background: they take no part in any topic."""
     timings = {}

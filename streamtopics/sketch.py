@@ -38,7 +38,8 @@ reading interface of the refresh (``rows``, ``matmul``, ``word_mass``, ...) from
 ``lambda``: off-diagonal entries from ``U diag(lambda) U^T``, diagonal entries exact. A row costs
 O(V r), ``matmul`` of a V x k matrix O(V r k). (A Nystrom approximation of the PSD ``P``, Tropp
 et al. 2017 Algorithm 3, was tried first: P's large diagonal ``c`` is full rank and leaked into
-the off-diagonal entries, doubling the topics' L1 error on synthetic streams; BENCHMARKS.md.)
+the off-diagonal entries, doubling the topics' L1 error on synthetic streams; BENCHMARKS.md, "Tried
+and not adopted".)
 
 Retiring a word (open vocabulary) zeroes its row of Y and its exact numbers, and gives its slot a
 new test row (``generation[w] += 1``). Its *column* was added to every other row of Y as
@@ -65,21 +66,22 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _DOC_BLOCK = 512  # documents whose z vectors are in cache at once (512 x s float64)
 #: Make the view's rows sum to the exact ``word_mass`` (LowRankView._row_sum_terms). Off: on the
 #: 42k-word Gibbs-truth streams (two seeds, s = 200 and 400) it raised the matched L1 on average
-#: (0.390 without, 0.413 with; BENCHMARKS.md, large vocabularies); the rows' sums are within a few
-#: per cent of the mass without it.
+#: (0.390 without, 0.413 with; BENCHMARKS.md, "Tried and not adopted"); the rows' sums are within a
+#: few per cent of the mass without it.
 ROW_SUMS = False
 #: The test matrix's numbers: Gaussians rounded to float32, a test matrix as good as any other
 #: random one, held in half the memory (160 MB at V = 100,000, s = 400). Both phases of the
 #: ingest kernel read a row of it per entry, and at V = 100,000 the rare words' rows come from
-#: memory: 1.16 times as many documents/s on a 2-core AMD EPYC (BENCHMARKS.md, large
-#: vocabularies). The products stay float64. States saved before it say nothing of the dtype and
-#: keep float64, the matrix their Y was summed with.
+#: memory: 1.16 times as many documents/s on a 2-core AMD EPYC (`git show 8e056d1:BENCHMARKS.md`,
+#: "V = 100,000, K = 100, NYT-shaped documents: ingest, refresh, peak RSS"). The products stay
+#: float64. States saved before it say nothing of the dtype and keep float64, the matrix their Y
+#: was summed with.
 OMEGA_DTYPE = np.float32
 _CROSS_ROWS = 16384  # rows of a float32 Omega cast to float64 at once when the view is factorised
 
 
 def default_sketch_size(n_topics: int) -> int:
-    """s, the sketch's columns: ``max(200, 4 K)`` (BENCHMARKS.md, large vocabularies)."""
+    """s, the sketch's columns: ``max(200, 4 K)`` (BENCHMARKS.md, "Large vocabularies")."""
     return max(200, 4 * int(n_topics))
 
 

@@ -21,11 +21,12 @@ class TopicSnapshot:
     """The topics at one point of the stream.
 
     ``topic_word`` is V x K with columns summing to 1, column k being topic ``topic_ids[k]``;
-    ids are stable across refreshes (DESIGN 2.6). ``events`` lists what changed since the previous
-    snapshot: ``{"type": "birth" | "death" | "return" | "change", "topic": id, ...}`` (a return: a
-    topic announced dead came back and has its id again). ``position`` is the
-    stream position the snapshot reflects (Kafka offsets, archive line, ...), set by the caller.
-    The snapshot holds no wall-clock time, so replaying a stream reproduces it byte for byte.
+    ids are stable across refreshes (docs/design.md, "Topic identity"). ``events`` lists what
+    changed since the previous snapshot: ``{"type": "birth" | "death" | "return" | "change",
+    "topic": id, ...}`` (a return: a topic announced dead came back and has its id again).
+    ``position`` is the stream position the snapshot reflects (Kafka offsets, archive line, ...),
+    set by the caller. The snapshot holds no wall-clock time, so replaying a stream reproduces it
+    byte for byte.
     ``background`` (V, or None) is the distribution of the words common to all topics, explaining
     ``background_share`` of the tokens; documents are inferred against the topics and it together
     (:meth:`mixture_components`), and their mixtures are reported over the topics alone.

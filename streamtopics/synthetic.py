@@ -210,9 +210,9 @@ def population_cooccurrence(topic_word: np.ndarray, topic_covariance: np.ndarray
     """The co-occurrence matrix of an infinite corpus, ``Q = A R A^T`` (V x V).
 
     ``Q[i, j]`` is the probability that two distinct tokens of a random document are words
-    ``i`` and ``j``; the per-document estimates of DESIGN 2.1 average to it. ``R`` is
-    :func:`dirichlet_topic_covariance` for LDA; for other priors estimate it from sampled
-    proportions as ``W.T @ W / M``.
+    ``i`` and ``j``; the per-document estimates of docs/design.md, "Co-occurrence sums", average
+    to it. ``R`` is :func:`dirichlet_topic_covariance` for LDA; for other priors estimate it from
+    sampled proportions as ``W.T @ W / M``.
     """
     topic_word = np.asarray(topic_word, dtype=float)
     return topic_word @ np.asarray(topic_covariance, dtype=float) @ topic_word.T

@@ -57,8 +57,8 @@ class Tokenizer:
         header block gives only its subject, and attribution lines ("... writes:"), e-mail
         addresses, URLs and lines of encoded data give no tokens. Streamed raw, 20 Newsgroups
         posts gave 7-10 of 20 topics made of header and address words ("edu nntp host
-        posting"), none stripped; see BENCHMARKS.md, "Mail and news text". Text without these is
-        tokenized as before.
+        posting"), none stripped; see ``git show 8e056d1:BENCHMARKS.md``, "Mail and news text".
+        Text without these is tokenized as before.
 
     Examples
     --------

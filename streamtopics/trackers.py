@@ -1,10 +1,10 @@
 """Random-projection extreme-point trackers (Ding et al. 2013, RP novel-word detection).
 
-DESIGN.md section 2.2.  Let X be the V x M matrix whose column d is H_d / n_d.  Ding et al. find
-the novel (anchor) words as the extreme points of the rows of X row-normalised
-(Xtilde_i = X_i / sum(X_i)): projected on a random direction g in R^M, the maximum and the minimum
-are attained at novel words.  In a stream the direction grows one coordinate per document, so the
-tracker keeps for every word i
+docs/design.md, "Anchor words" (random-projection trackers).  Let X be the V x M matrix whose
+column d is H_d / n_d.  Ding et al. find the novel (anchor) words as the extreme points of the
+rows of X row-normalised (Xtilde_i = X_i / sum(X_i)): projected on a random direction g in R^M,
+the maximum and the minimum are attained at novel words.  In a stream the direction grows one
+coordinate per document, so the tracker keeps for every word i
 
     S_i = sum_d H_d[i] / n_d              (shape V)
     P_i = sum_d (H_d[i] / n_d) * g_d      (shape V x P, g_d ~ N(0, I_P))

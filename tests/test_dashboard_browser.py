@@ -6,7 +6,7 @@ replay that has ended the page shows that run's recorded figures and the topics'
 coherence and representative documents.
 
 The screenshot is saved under the test's tmp_path (printed); with STREAMTOPICS_UPDATE_SCREENSHOT=1
-it also replaces docs/dashboard.png, the picture the README shows.
+it also replaces docs/dashboard.png, the picture docs/monitoring.md shows.
 """
 
 from __future__ import annotations

@@ -282,8 +282,9 @@ def _follow(seed, half_life=HALF_LIFE, n_docs=6500):
 
     Without rectification: on this small stream (V = 200, K = 5, ~700 effective documents under
     forgetting) the rectified search anchors the continuing topics on noise words more often --
-    ids kept over all 55 refreshes on 1 of seeds 1-8 against 4 of 8 without (BENCHMARKS.md,
-    topic identity); this test is about the events and the ids, given the anchors."""
+    ids kept over all 55 refreshes on 1 of seeds 1-8 against 4 of 8 without (``git show
+    8e056d1:BENCHMARKS.md``, "Rectified anchor search"); this test is about the events and the
+    ids, given the anchors."""
     stream = drifting_stream(n_docs, SWITCH, seed=seed)
     model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=half_life,
                                 batch_size=REFRESH, min_prevalence=0.15, history_size=16, anchor_rectification=0)

@@ -17,7 +17,7 @@ from streamtopics.synthetic import sample_documents, separable_topics, topic_pro
 
 
 def fit_mixtures(topic_word, iterations=100):
-    """An infer_fn: per-document KL fit of the mixture by multiplicative updates (DESIGN 2.5)."""
+    """An infer_fn: per-document KL fit of the mixture by multiplicative updates (docs/design.md, "Inference")."""
     def infer(observed):
         f = observed.toarray()
         theta = np.full((f.shape[0], topic_word.shape[1]), 1.0 / topic_word.shape[1])

@@ -137,7 +137,7 @@ TRANSPORT = {"edu", "com", "subject", "lines", "organization", "writes", "articl
 
 
 def test_raw_posts_give_no_topic_of_transport_words():
-    """The failure strip_mail is for, on the README's own archive: raw 20 Newsgroups posts,
+    """The failure strip_mail is for, on docs/replay.md's own archive: raw 20 Newsgroups posts,
     headers included. Without it, topics of "edu nntp host posting organization"."""
     path = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
     if not path.is_file():

@@ -134,7 +134,7 @@ def separable_corpus(seed, V=400, K=10, M=6000, n_tokens=100):
 
 
 def qbar_rows(indptr, indices, counts, V):
-    """Row-normalised co-occurrence Qbar (DESIGN 2.1), dense numpy."""
+    """Row-normalised co-occurrence Qbar (docs/design.md, "Co-occurrence sums"), dense numpy."""
     H = dense(indptr, indices, counts, V)
     n = H.sum(1)
     H, n = H[n >= 2], n[n >= 2]

@@ -1,6 +1,7 @@
 """streamtopics' StreamingTopicModel (this repository).
 
-Used as the README recommends for a stream with a known vocabulary:
+Used as docs/configuration.md, "Where a setting is given", describes for a stream with a known
+vocabulary:
 ``StreamingTopicModel(n_topics=K, vocabulary=words, seed=0)`` with every other parameter at its
 default (FastAnchorWords anchors over the 3000 most frequent candidate words, L2 recovery,
 ``batch_size=2048``), ``learn_many(chunk)`` on each CSR chunk of the stream, one pass, and

@@ -110,7 +110,7 @@ def topic_options(function):
                           "Default: no ceiling."),
         click.option("--min-df", type=click.IntRange(min=1), metavar="N",
                      help="Documents a word must occur in to be a candidate anchor (default: grows with the "
-                          "stream, see README)."),
+                          "stream, see docs/configuration.md)."),
         click.option("--match-threshold", type=click.FloatRange(min=0, min_open=True), default=0.5,
                      show_default=True, metavar="X",
                      help="A topic keeps its id when its words moved less than X times the median distance "
