@@ -360,8 +360,8 @@ def main() -> None:
     good.add_argument("--mode", default="sketch")
     good.add_argument("--sketch-size", type=int, default=None)
     good.add_argument("--sizes", type=int, nargs="*", default=[], help="further sketch sizes to compare")
-    good.add_argument("--cache", type=Path, default=Path(os.environ.get("QUALITY_CACHE", Path(__file__).resolve().parents[1] / ".artifacts" / "quality")),
-                      help="cached Gibbs truth fits (the quality protocol's, .artifacts/quality/)")
+    truths = Path(os.environ.get("QUALITY_CACHE", Path(__file__).resolve().parents[1] / ".artifacts" / "quality"))
+    good.add_argument("--cache", type=Path, default=truths, help="cached Gibbs truth fits (the quality protocol's)")
     good.add_argument("--stream-seed", type=int, default=1, help="seed of the drawn stream")
     good.add_argument("--row-sums", action="store_true", help="the view's row-sum correction on (sketch.ROW_SUMS)")
     good.add_argument("--skip-exact", action="store_true", help="the sketch runs only")
