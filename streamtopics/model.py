@@ -150,8 +150,8 @@ class StreamingTopicModel:
         K <= 32), a fixed budget of topic-documents, since the refinement's cost grows with both.
         Chosen on Gibbs-truth streams and real splits (BENCHMARKS.md, "Topic quality against
         gensim, scikit-learn and tomotopy"): it is what brings the topics close to a batch Gibbs
-        fit (more documents, closer), and about half of a refresh's cost (2.0 of 3.6 s at
-        V = 15,000, K = 100).
+        fit (more documents, closer), and most of a refresh's cost (6.5 of a 9.6 s warm refresh
+        at V = 15,000, K = 100: BENCHMARKS.md, "Refresh").
     refine_smoothing
         Pseudo-count added to every word of every topic in the refinement's M-step (default
         0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops

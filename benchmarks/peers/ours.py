@@ -3,8 +3,9 @@
 Used as docs/configuration.md, "Where a setting is given", describes for a stream with a known
 vocabulary:
 ``StreamingTopicModel(n_topics=K, vocabulary=words, seed=0)`` with every other parameter at its
-default (FastAnchorWords anchors over the 3000 most frequent candidate words, L2 recovery,
-``batch_size=2048``), ``learn_many(chunk)`` on each CSR chunk of the stream, one pass, and
+default (rectified FastAnchorWords anchors over at most the max(1000, 20 K) most frequent
+candidate words, L2 recovery with a background topic, the refinement, ``batch_size=2048``),
+``learn_many(chunk)`` on each CSR chunk of the stream, one pass, and
 ``refresh()`` once at the end (the refresh is inside the timed fit). Held-out mixtures come from
 ``model.infer(csr)`` (the library's own inference against the snapshot).
 """
