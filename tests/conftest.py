@@ -101,4 +101,3 @@ def vocabulary_file(vocabulary, tmp_path_factory):
 def reference(corpus, vocabulary):
     """StreamingTopicModel fed the corpus in-process: what every consumer must equal."""
     return reference_model(corpus, vocabulary)
-
