@@ -19,7 +19,10 @@ def parse_time(value, time_format: str | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{value!r} is not a time")
     if isinstance(value, (int, float)):
-        return _finite(float(value), value)
+        try:
+            return _finite(float(value), value)
+        except OverflowError:  # an int of 310 digits or more: JSON allows it, float() raises
+            raise ValueError(f"{value!r} is not a finite time") from None
     if time_format:
         moment = _strptime_prefix(value, time_format)
     else:

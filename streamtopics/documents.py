@@ -207,7 +207,10 @@ class DocumentEncoder:
                     return None, Rejection("non_string_token", f"key {word!r} is {type(word).__name__}"), False
                 if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                     return None, Rejection("invalid_count", f"count of {word!r} is {value!r}"), False
-                value = float(value)
+                try:
+                    value = float(value)
+                except OverflowError:  # an int of 310 digits or more (JSON allows it)
+                    value = math.inf
                 if not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
                     return None, Rejection("invalid_count", f"count of {word!r} is {value!r}"), False
                 if value > 0:

@@ -28,6 +28,8 @@ HUGE_INT = b'{"id": ' + b"9" * 5000 + b', "text": "w1 w2 w3"}'
 SURROGATE_ID = b'{"id": "\\ud800", "text": "w1 w2 w3"}'
 SURROGATE_TEXT = b'{"text": "w1 \\udfff w2"}'
 HUGE_COUNTS = b'{"counts": {"w1": 1e200, "w2": 1e200}}'
+FLOAT_OVERFLOW = "1" + "0" * 309  # JSON allows it, float() raises OverflowError (under the 4,300-digit guard)
+OVERFLOWING_TIME = b'{"text": "w1 w2 w3", "timestamp": ' + FLOAT_OVERFLOW.encode() + b"}"
 
 
 def fuzz_values(rng: random.Random, n: int):
@@ -35,7 +37,8 @@ def fuzz_values(rng: random.Random, n: int):
     damaged or random bytes."""
     atoms = ['"w1 w2 w3"', '"\\ud800"', '"\\udc00x"', '"\\u0000"', "1e400", "-0", "null", "true", "[]", "{}",
              "9" * 4400, '"' + "w4 " * 50 + '"', '["w1", "w2"]', '["w1", 7]', '{"w1": 2}', '{"w1": -1}',
-             '{"w1": 1e300}', '{"\\ud800": 1}', '"2024-01-01T00:00:00Z"', '"not a time"']
+             '{"w1": 1e300}', '{"\\ud800": 1}', '"2024-01-01T00:00:00Z"', '"not a time"', FLOAT_OVERFLOW,
+             '{"w1": ' + FLOAT_OVERFLOW + "}"]
     fields = ["text", "tokens", "counts", "id", "timestamp", "title"]
     for _ in range(n):
         kind = rng.random()
@@ -77,6 +80,20 @@ def test_huge_counts_are_invalid_and_a_surrogate_key_is_hashable():
     assert model.rejections == {"invalid_count": 1} and model.documents_absorbed == 0
     model.learn_one({"w1": 1e9, "w2": 3.0}, key="\ud800")  # the largest count allowed; any str key
     assert model.documents_absorbed == 1
+
+
+def test_an_integer_too_large_for_a_float_is_a_reason_not_a_crash(tmp_path):
+    """A timestamp or a count of 310 digits raised OverflowError through every reader: the
+    consumer crash-looped on a 330-byte message, replays stopped (issue 47, item 1)."""
+    assert decoded_or_reason(MessageDecoder(), OVERFLOWING_TIME, b"k") == "undecodable"
+    archive = tmp_path / "times.jsonl"
+    archive.write_bytes(OVERFLOWING_TIME + b'\n{"text": "w1 w2 w3", "timestamp": 5}\n')
+    first, second = JsonLinesSource(archive, Fields(time="timestamp"))
+    assert isinstance(first, Malformed) and first.reason == "undecodable" and "not a finite time" in first.detail
+    assert isinstance(second, Record) and second.timestamp == 5.0
+    model = StreamingTopicModel(2, WORDS, anchor_min_df=1)
+    model.learn_one({"w1": int(FLOAT_OVERFLOW), "w2": 1})
+    assert model.rejections == {"invalid_count": 1} and model.documents_absorbed == 0
 
 
 def test_fuzzed_messages_never_raise_and_every_rejection_has_a_reason(tmp_path):
