@@ -236,8 +236,8 @@ class CheckpointStore:
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
             checksum = manifest.pop("checksum")
-        except (OSError, ValueError, AttributeError, KeyError, TypeError) as error:
-            raise CorruptStateError(f"{path}: unreadable manifest ({error})") from error
+        except (OSError, ValueError, AttributeError, KeyError, TypeError, RecursionError) as error:
+            raise CorruptStateError(f"{path}: unreadable manifest ({type(error).__name__}: {error})") from error
         if checksum != _checksum(manifest):
             raise CorruptStateError(f"{path}: manifest checksum mismatch")
         if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:

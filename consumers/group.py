@@ -139,7 +139,7 @@ class GroupView:
             newest = None
             for records in self._reader.poll(timeout_ms=0).values():
                 for record in records:
-                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                    with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
                         if record.key == self.config.model_name.encode():
                             version = int(json.loads(record.value)["version"])
                             newest = version if newest is None else max(newest, version)

@@ -182,7 +182,7 @@ class DirectoryStateStore(StateStore):
         try:
             state = json.loads(path.read_text())
             coefficients = None if state["coefficients"] is None else np.load(self.refresher_dir / state["coefficients"])
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             log.error("refresher state unreadable (%s): next refresh starts cold", error)
             return None
         return coefficients, int(state["next_topic_id"]), int(state["version"])

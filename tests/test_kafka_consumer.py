@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from consumers.checkpoint import CheckpointStore
-from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer, _commit_member
 from consumers.outputs import DEFAULT_MAX_REQUEST_SIZE, DeadLetterUndelivered, record_bytes
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
@@ -511,3 +511,13 @@ def test_a_consumer_without_native_crc32c_says_so(vocabulary_file, tmp_path, cap
         with caplog.at_level(logging.WARNING, logger="streamtopics.consumer"):
             TopicModelConsumer(dataclasses.replace(config, checkpoint_dir=str(tmp_path / str(native)))).store.close()
         assert ("crc32c package is missing" in caplog.text) is not native
+
+
+def test_hostile_commit_metadata_names_no_member():
+    """Any member of the group may write a commit's metadata: brackets nested 3,000 deep made
+    json.loads raise RecursionError, which stopped every consumer of the group on every start
+    (issue 47, item 5). It now names no member, as any other unreadable metadata does."""
+    assert _commit_member(json.dumps({"member": "news-0"})) == "news-0"
+    assert _commit_member("[" * 3000 + "]" * 3000) is None
+    assert _commit_member('{"member": ' + "[" * 3000 + "]" * 3000 + "}") is None
+    assert _commit_member(None) is None and _commit_member("not json") is None

@@ -170,7 +170,8 @@ def damage_state(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", ["state", "torn state", "manifest", "missing keys", "negative position"])
+@pytest.mark.parametrize("damage", ["state", "torn state", "manifest", "missing keys", "negative position",
+                                    "deeply nested manifest"])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, damage, caplog):
     archive = write_archive(tmp_path / "a.jsonl", n=200)
     replay(archive, tmp_path / "straight", every_documents=60).run()
@@ -185,6 +186,8 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, da
         rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=0), checksum=False)
     elif damage == "missing keys":
         rewrite_manifest(newest.manifest_path, lambda body: body.pop("state_bytes"))
+    elif damage == "deeply nested manifest":  # json.loads raised RecursionError (issue 47, item 5)
+        newest.manifest_path.write_text('{"archive": ' + "[" * 5000 + "]" * 5000 + "}")
     else:
         rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=-5))
     with caplog.at_level(logging.ERROR, logger="streamtopics.checkpoint"):
