@@ -270,6 +270,10 @@ class CheckpointStore:
         if archive is not None:
             archive = _archive_position(archive)
             _check(not offsets, "offsets (an archive checkpoint has none)", offsets)
+            # Every source reads at least one record (line, row, file, offset) per document it
+            # gives: a position behind the documents would count documents twice.
+            read = sum(archive.position.values()) if isinstance(archive.position, dict) else archive.position
+            _check(read >= manifest["documents_absorbed"], "position (behind the documents absorbed)", archive.position)
         return Checkpoint(
             sequence=sequence,
             offsets={(t, p): o for t, p, o in offsets},

@@ -171,7 +171,7 @@ def damage_state(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["state", "torn state", "manifest", "missing keys", "negative position",
-                                    "deeply nested manifest"])
+                                    "deeply nested manifest", "position behind the documents"])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, damage, caplog):
     archive = write_archive(tmp_path / "a.jsonl", n=200)
     replay(archive, tmp_path / "straight", every_documents=60).run()
@@ -186,6 +186,8 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, da
         rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=0), checksum=False)
     elif damage == "missing keys":
         rewrite_manifest(newest.manifest_path, lambda body: body.pop("state_bytes"))
+    elif damage == "position behind the documents":  # sealed again: only the schema can tell (issue 47, item 7)
+        rewrite_manifest(newest.manifest_path, lambda body: body["archive"].update(position=0))
     elif damage == "deeply nested manifest":  # json.loads raised RecursionError (issue 47, item 5)
         newest.manifest_path.write_text('{"archive": ' + "[" * 5000 + "]" * 5000 + "}")
     else:
