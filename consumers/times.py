@@ -22,7 +22,7 @@ def parse_time(value, time_format: str | None = None) -> float:
         try:
             return _finite(float(value), value)
         except OverflowError:  # an int of 310 digits or more: JSON allows it, float() raises
-            raise ValueError(f"{value!r} is not a finite time") from None
+            raise ValueError(f"an integer of {len(str(abs(value)))} digits is not a finite time") from None
     if time_format:
         moment = _strptime_prefix(value, time_format)
     else:
