@@ -10,8 +10,9 @@ anywhere and added later. A :class:`DaskReplay` runs in four steps:
    :class:`~consumers.work_units.WorkUnit` ranges of positions; each worker counts the documents
    of its units and notes where stream time enters a new interval
    (:func:`~consumers.work_units.scan_unit`). From these small summaries the client places
-   every snapshot exactly where the sequential replay's :class:`~consumers.replay.RefreshGrid`
-   would (every N documents and/or whenever stream time crosses a multiple of the interval).
+   every snapshot exactly where the sequential replay's schedule would (the same aligned
+   :class:`~streamtopics.schedule.RefreshSchedule`: every N documents and/or whenever stream time
+   crosses a multiple of the interval).
 3. **Absorb, on the workers.** Each unit is cut at the snapshot positions into pieces; each
    piece is learned into a partial model (:func:`~consumers.work_units.absorb_piece`) and the
    pieces of one window are added together on the workers
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
+from streamtopics.schedule import RefreshSchedule
 
 from .checkpoint import ArchivePosition, CheckpointStore
 from .records import Malformed, Source, SourceError
@@ -154,13 +156,14 @@ class DaskReplay:
         check_replayable(model, source)
         self.model, self.source, self.out_dir, self.client = model, source, Path(out_dir), client
         self.every_documents, self.every_seconds = every_documents, every_seconds
+        self.schedule = RefreshSchedule(every_documents, every_seconds, aligned=True)
         self.unit_size = unit_size
         self.on_snapshot, self.on_malformed, self.on_progress = on_snapshot, on_malformed, on_progress
         self.snapshots = SnapshotDirectory(self.out_dir)
         self.driver = StreamDriver(model, None, self.snapshots)
         self.malformed: Counter = Counter()
         self.documents = 0
-        self.latest_interval: int | None = None  # the latest stream-time interval (RefreshGrid.bucket)
+        self.latest_interval: int | None = None  # the latest stream-time interval (the schedule's stream_mark)
         self._total: int | None = None  # documents in the archive, once every unit is scanned
 
     # ------------------------------------------------------------------ run
@@ -227,7 +230,7 @@ class DaskReplay:
 
     def _observe_interval(self, warmup: _Warmup, timestamp: float | None) -> None:
         if self.every_seconds and timestamp is not None:
-            interval = math.floor(timestamp / self.every_seconds)
+            interval = self.schedule.interval(timestamp)
             if warmup.latest_interval is None or interval > warmup.latest_interval:
                 warmup.latest_interval = interval
 
@@ -263,7 +266,7 @@ class DaskReplay:
         client, spec = self.client, self.source.spec
         units = self._units(warmup.after)
         summary.units = len(units)
-        scans = [client.submit(scan_unit, spec, unit, self.every_seconds, pure=False) for unit in units]
+        scans = [client.submit(scan_unit, spec, unit, self.schedule, pure=False) for unit in units]
         # each scan's summary comes to the client; its positions stay on the workers for absorb_piece
         heads = [client.submit(_first, scan) for scan in scans]
         positions = [client.submit(_second, scan) for scan in scans]
@@ -353,7 +356,7 @@ class DaskReplay:
 
     def _plan(self, warmup: _Warmup, units: list[WorkUnit], heads: list) -> Iterator[_Piece | _Close]:
         """The pieces and window ends in archive order, as the unit scans come in: the sequential
-        replay's schedule (RefreshGrid) replayed over the scans' summaries."""
+        replay's schedule replayed over the scans' summaries."""
         every, latest = self.every_documents, warmup.latest_interval
         documents, window, last = warmup.documents, 0, 0
         if every and documents % every == 0:
@@ -370,9 +373,9 @@ class DaskReplay:
                 elif interval > latest:
                     cuts[documents + first] = "before_next"
                     latest = interval
-            if every:  # counted after the document, before the next one's time is looked at
-                for d in range((documents // every + 1) * every, documents + scan.documents + 1, every):
-                    cuts[d] = "after"
+            # counted after the document, before the next one's time is looked at
+            for d in self.schedule.grid_points(documents, documents + scan.documents):
+                cuts[d] = "after"
             start = documents
             for d in sorted(c for c in cuts if c > last):
                 if d > start:
@@ -432,8 +435,8 @@ def check_replayable(model: StreamingTopicModel, source: Source) -> None:
         ("half_life (forgetting)", model.half_life is not None), ("window", model.window is not None),
         ("max_vocabulary (open vocabulary)", model.max_vocabulary is not None),
         ("drift_threshold", model.drift_threshold is not None),
-        ("refresh_every / refresh_every_seconds (the replay owns the schedule)",
-         model.refresh_every is not None or model.refresh_every_seconds is not None)) if on]
+        ("refresh_every / refresh_every_stream_seconds / refresh_every_wall_seconds (the replay owns the schedule)",
+         model.schedule.automatic)) if on]
     if refused:
         raise ValueError(f"the Dask replay merges exact sums: a model with {', '.join(refused)} cannot be split")
     if model.documents_absorbed or model.snapshot is not None:

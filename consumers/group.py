@@ -55,6 +55,7 @@ from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.lineage import Lineage
+from streamtopics.schedule import RefreshSchedule
 
 from .consumer_config import ConsumerConfig
 from .kafka_consumer import TopicModelConsumer
@@ -195,6 +196,7 @@ class Refresher:
         self.config = replace(config, snapshot_dir=None, doc_topics_topic=None, dead_letter_topic=None)
         self.store = store
         self.interval = interval
+        self.schedule = RefreshSchedule(every_wall_seconds=interval)  # a round every interval while leading
         self.standby_poll_s = standby_poll_s
         self.metrics = ServiceMetrics(process_metrics=False)
         self.outputs = Outputs(self.config, self.metrics)
@@ -252,7 +254,8 @@ class Refresher:
                     self._stop.wait(self.standby_poll_s)
                     continue
                 self._round()
-                self._stop.wait(self.interval)
+                self.schedule.restart(0)
+                self._stop.wait(self.schedule.wall_seconds_left())
             if self.leading:
                 self._round()
         finally:

@@ -11,7 +11,7 @@ Per poll: decode each message (:mod:`consumers.messages`), queue the document in
 driver (:class:`consumers.stream.StreamDriver`, shared with the archive replay) with its key and
 time, learn the poll's documents together (``learn_many``), route every rejection (envelope or model) to
 the dead-letter topic, publish document-topic mixtures for the absorbed documents, then refresh
-and checkpoint when their schedules (:class:`consumers.schedule.Every`) say so. Snapshots go to
+and checkpoint when their schedules (:class:`~streamtopics.schedule.RefreshSchedule`) say so. Snapshots go to
 the snapshot topic (key = model name, top words only; :mod:`consumers.outputs`) and, through
 the driver, in full to the snapshot directory. Settings: :mod:`consumers.consumer_config`; numbers:
 :class:`consumers.metrics.ServiceMetrics`.
@@ -54,12 +54,13 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from streamtopics import Rejection, StreamingTopicModel, TopicSnapshot, Vocabulary
+from streamtopics.schedule import RefreshSchedule
 
 from .checkpoint import Checkpoint, CheckpointStore, Offsets
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
 from .outputs import DeadLetterUndelivered, Outputs
-from .schedule import Backoff, Every
+from .backoff import Backoff
 from .signals import install_graceful_stop
 from .snapshot_directory import SnapshotDirectory
 from .stream import StreamDriver
@@ -165,9 +166,13 @@ class TopicModelConsumer:
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
         # the schedule resumes from the last refresh saved in the state, like the statistics
-        self._refresh = Every(config.refresh_every_documents, config.refresh_every_seconds,
-                              self.model.lineage.absorbed_at_refresh)
-        self._checkpoint_due = Every(config.checkpoint_every_messages, config.checkpoint_every_seconds)
+        self._refresh = RefreshSchedule(config.refresh_every_documents or None,
+                                        every_wall_seconds=config.refresh_every_seconds or None, after_progress=True)
+        self._refresh.restart(self.model.schedule.documents_mark)
+        self._checkpoint_due = RefreshSchedule(config.checkpoint_every_messages or None,
+                                               every_wall_seconds=config.checkpoint_every_seconds or None,
+                                               after_progress=True)
+        self._checkpoint_due.restart(0)
         self._checkpoint_retry_at = 0.0
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)
@@ -371,7 +376,7 @@ class TopicModelConsumer:
     def refresh(self) -> TopicSnapshot | None:
         """Recompute the topics now and publish the snapshot; None if the refresh failed (it
         is logged and counted; the stream goes on)."""
-        self._refresh.reset(self.model.documents_absorbed)
+        self._refresh.restart(self.model.documents_absorbed)
         try:
             snapshot, _, seconds = self.driver.refresh(_position_json(self.positions))
         except Exception:  # noqa: BLE001 - a failed refresh must not stop the stream
@@ -408,7 +413,7 @@ class TopicModelConsumer:
         saved = self.driver.checkpoint(self.positions, self._counters, flush=self.outputs.flush,
                                        commit=lambda saved: self._commit(saved, commit_async))
         self._checkpointed = dict(saved.offsets)
-        self._checkpoint_due.reset(self._messages)
+        self._checkpoint_due.restart(self._messages)
         seconds = time.perf_counter() - t0
         self.metrics.increment("checkpoints")
         self.metrics.update(last_checkpoint={"sequence": saved.sequence, "bytes": saved.state_bytes,

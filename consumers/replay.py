@@ -4,8 +4,8 @@ A :class:`Replay` reads a :class:`~consumers.records.Source` flat out, or paced 
 documents' timestamps (``speed=60``: one hour of stream per minute), and runs every document
 through the stream driver (:class:`~consumers.stream.StreamDriver`, shared with the Kafka
 consumer): learn, refresh every N documents and/or every interval of *stream* time
-(:class:`RefreshGrid`, on the model's :class:`~streamtopics.policy.RefreshPolicy`), each
-snapshot written to the run directory, a
+(an aligned :class:`~streamtopics.schedule.RefreshSchedule`: the same documents however the run
+was interrupted and resumed), each snapshot written to the run directory, a
 :class:`~consumers.snapshot_directory.SnapshotDirectory` (``snapshot-000001.json``, ...); a final
 one covers the end of the archive. Nothing in a snapshot depends on the wall clock, so the same
 archive and options give byte-identical snapshot files.
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.policy import RefreshPolicy
+from streamtopics.schedule import RefreshSchedule
 
 from .checkpoint import ArchivePosition, Checkpoint, CheckpointError, CheckpointStore, Restored
 from .records import Malformed, Source
@@ -47,7 +47,7 @@ from .snapshot_directory import SnapshotDirectory
 from .sources import open_source
 from .stream import StreamDriver
 
-__all__ = ["CHECKPOINTS", "CheckpointError", "RefreshGrid", "Replay", "ReplaySummary", "checkpoint_dir", "model_path",
+__all__ = ["CHECKPOINTS", "CheckpointError", "Replay", "ReplaySummary", "checkpoint_dir", "model_path",
            "read_checkpoint", "restore_checkpoint"]
 
 CHECKPOINTS = "checkpoints"  # the run directory's CheckpointStore
@@ -77,57 +77,6 @@ class ReplaySummary:
         return self.documents_this_run / busy if busy > 0 else 0.0
 
 
-class RefreshGrid:
-    """A replay's refresh schedule: at every multiple of ``every_documents`` documents (counted
-    from the start of the archive) and whenever stream time crosses a multiple of
-    ``every_seconds``. The model's :class:`~streamtopics.policy.RefreshPolicy` decides, its
-    stream clock counting intervals (so a boundary is an exact integer comparison); after every
-    decision it restarts from the grid point last passed, so refreshes fall on the same
-    documents however the run was interrupted and resumed.
-
-    ``bucket`` is the index of the stream-time interval last seen (None before the first
-    timestamp), what a checkpoint records."""
-
-    def __init__(self, every_documents: int | None = None, every_seconds: float | None = None,
-                 bucket: int | None = None, documents: int = 0):
-        self.every_documents, self.every_seconds = every_documents, every_seconds
-        self.policy = RefreshPolicy(every_documents, 1 if every_seconds else None, clock="stream")
-        self.bucket = bucket
-        self.restart(documents)
-
-    def _grid_documents(self, documents: int) -> int:
-        return documents - documents % self.every_documents if self.every_documents else documents
-
-    def restart(self, documents: int) -> None:
-        """Count from the grid points at or before ``documents`` and the current interval."""
-        self.policy.restart(self._grid_documents(documents), self.bucket if self.every_seconds else None)
-
-    def crossed(self, timestamp: float | None, documents: int) -> bool:
-        """Whether ``timestamp`` (of the document about to be learned) is past the current
-        interval; the interval then moves on to it."""
-        if timestamp is None or not self.every_seconds:
-            return False
-        bucket = math.floor(timestamp / self.every_seconds)
-        if self.bucket is None:
-            self.bucket = bucket
-            self.restart(documents)
-            return False
-        due = self.policy.due(self._grid_documents(documents), bucket)
-        if bucket > self.bucket:
-            self.bucket = bucket
-            self.restart(documents)
-        return due
-
-    def counted(self, documents: int) -> bool:
-        """Whether ``documents`` (just learned) reached the next multiple of ``every_documents``."""
-        if not self.every_documents:
-            return False
-        due = self.policy.due(documents)
-        if due:
-            self.restart(documents)
-        return due
-
-
 class Replay:
     """Feed ``source`` to ``model``, writing snapshots and checkpoints to ``out_dir``.
 
@@ -152,7 +101,9 @@ class Replay:
         Checkpoints kept in ``out_dir/checkpoints``: the newest and the fall-backs used if it
         turns out damaged. The directory is locked while :meth:`run` runs.
 
-    Scheduled refreshes (:class:`RefreshGrid`) wait until the model has built its vocabulary
+    Scheduled refreshes (at every multiple of ``every_documents`` counted from the start of the
+    archive, and whenever stream time enters a new interval of ``every_seconds``: an aligned
+    :class:`~streamtopics.schedule.RefreshSchedule`) wait until the model has built its vocabulary
     (``warmup_documents``); the final one does not. The replay owns the refresh schedule: leave
     the model's own ``refresh_every`` at None.
     """
@@ -172,7 +123,7 @@ class Replay:
         self.checkpoint_dir, self.keep_checkpoints = checkpoint_dir(self.out_dir), int(keep_checkpoints)
         self.driver = StreamDriver(model, None, self.snapshots, clock=clock)  # its store: opened by run()
         self.every_documents, self.every_seconds = every_documents, every_seconds
-        self.schedule = RefreshGrid(every_documents, every_seconds)
+        self.schedule = RefreshSchedule(every_documents, every_seconds, aligned=True)
         self.speed, self.checkpoint_every = speed, checkpoint_every
         self.on_snapshot, self.on_malformed = on_snapshot, on_malformed
         self._clock, self._sleep = clock, sleep
@@ -220,7 +171,7 @@ class Replay:
                     break
                 continue
             timestamp = item.timestamp
-            if self.schedule.crossed(timestamp, self.documents) and self.since_snapshot:
+            if self._interval_crossed(timestamp) and self.since_snapshot:
                 self._snapshot(position, summary, scheduled=True)
             if timestamp is not None and self.speed:
                 if paced_from is None:
@@ -231,7 +182,7 @@ class Replay:
             self.documents += 1
             self.since_snapshot += 1
             summary.documents_this_run += 1
-            if self.schedule.counted(self.documents):
+            if self._count_reached():
                 self._snapshot(position, summary, scheduled=True)
             if self.checkpoint_every and self.documents % self.checkpoint_every == 0:
                 self._checkpoint(position, summary)
@@ -267,6 +218,24 @@ class Replay:
             self._sleep(min(delay, 0.25))
 
     # ------------------------------------------------------------------ snapshots
+    def _interval_crossed(self, timestamp: float | None) -> bool:
+        """Whether ``timestamp`` (of the document about to be learned) starts a new stream-time
+        interval; the schedule then moves to it (the first time seen starts the first interval)."""
+        schedule = self.schedule
+        if timestamp is None or not schedule.every_stream_seconds:
+            return False
+        due = schedule.due(self.documents, timestamp)
+        if schedule.interval(timestamp) > schedule.stream_mark:
+            schedule.restart(self.documents, timestamp)
+        return due
+
+    def _count_reached(self) -> bool:
+        """Whether the documents learned reached the next multiple of ``every_documents``."""
+        due = self.schedule.due(self.documents)
+        if due:
+            self.schedule.restart(self.documents)
+        return due
+
     def _snapshot(self, position, summary: ReplaySummary, scheduled: bool = False) -> None:
         self.driver.absorb()  # the queued documents may end the warm-up
         if scheduled and self.model.vocabulary is None:
@@ -283,7 +252,7 @@ class Replay:
         t0 = self._clock()
         counters = {
             "documents": self.documents, "malformed": dict(self.malformed), "stream_time": self.stream_time,
-            "bucket": self.schedule.bucket, "since_snapshot": self.since_snapshot,
+            "bucket": self.schedule.stream_mark, "since_snapshot": self.since_snapshot,
             "schedule": {"every_documents": self.every_documents, "every_seconds": self.every_seconds,
                          "speed": self.speed, "checkpoint_every": self.checkpoint_every},
         }
@@ -296,7 +265,8 @@ class Replay:
         self.documents = state["documents"]
         self.malformed = Counter(state["malformed"])
         self.driver.advance(state["stream_time"])
-        self.schedule = RefreshGrid(self.every_documents, self.every_seconds, state["bucket"], self.documents)
+        self.schedule.load_state_dict({"documents_mark": self.schedule.grid_point(self.documents),
+                                       "stream_mark": state["bucket"]})
         self.since_snapshot = state["since_snapshot"]
 
     @classmethod

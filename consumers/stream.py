@@ -5,9 +5,8 @@ archive :class:`~consumers.replay.Replay` and the Kafka
 :class:`~consumers.kafka_consumer.TopicModelConsumer`. What differs is only what the caller
 brings: how records are read and decoded (:mod:`consumers.sources`, :mod:`consumers.messages`),
 what a stream position is (the archive position; Kafka offsets per partition), when a refresh is
-due (a trigger: :class:`consumers.schedule.Every` on the wall clock, or the replay's grid of
-document counts and stream-time intervals, both built on the model's
-:class:`~streamtopics.policy.RefreshPolicy`), where checkpoints go (a
+due (a :class:`~streamtopics.schedule.RefreshSchedule`: on the wall clock for the consumer, aligned
+on document counts and stream-time intervals for the replay), where checkpoints go (a
 :class:`~consumers.checkpoint.CheckpointStore`, one format for both: the consumer's checkpoint
 directory with Kafka offsets, a replay's ``checkpoints/`` with its archive position) and what is
 flushed and committed around them.

@@ -19,12 +19,12 @@ task Dask reruns after losing a worker gives the same result), so they may run a
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from streamtopics import StreamingTopicModel
+from streamtopics.schedule import RefreshSchedule
 from streamtopics.text import Tokenizer
 from streamtopics.vocabulary import Vocabulary
 
@@ -50,7 +50,7 @@ class WorkUnit:
 class UnitScan:
     """What :func:`scan_unit` found: ``documents`` (records handed to the model),
     ``malformed`` records, and ``rises``: ``(document, interval)`` wherever the unit's latest
-    stream-time interval (``floor(time / every_seconds)``) grows, ``document`` counted from the
+    stream-time interval (:meth:`RefreshSchedule.interval`) grows, ``document`` counted from the
     unit's first one."""
 
     documents: int = 0
@@ -110,15 +110,16 @@ def _items(spec: dict, start: int, stop: int | None):
             yield item, source.position
 
 
-def scan_unit(spec: dict, unit: WorkUnit, every_seconds: float | None) -> tuple[UnitScan, np.ndarray]:
-    """The unit's :class:`UnitScan` and the position after each of its documents."""
+def scan_unit(spec: dict, unit: WorkUnit, schedule: RefreshSchedule) -> tuple[UnitScan, np.ndarray]:
+    """The unit's :class:`UnitScan` (stream-time intervals of the aligned ``schedule``) and the
+    position after each of its documents."""
     scan, after, latest = UnitScan(), [], None
     for item, position in _items(spec, unit.start, unit.stop):
         if isinstance(item, Malformed):
             scan.malformed.append(item)
             continue
-        if every_seconds and item.timestamp is not None:
-            interval = math.floor(item.timestamp / every_seconds)
+        if schedule.every_stream_seconds and item.timestamp is not None:
+            interval = schedule.interval(item.timestamp)
             if latest is None or interval > latest:
                 scan.rises.append((len(after), interval))
                 latest = interval

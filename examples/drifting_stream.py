@@ -42,7 +42,7 @@ def main(argv=None) -> None:
                         stream_time=float(d))
         if d + 1 == warmup:
             model.refresh(stream_time=float(d))
-            model.policy.every_seconds = args.refresh_every  # from now on, every T seconds of stream time
+            model.schedule.every_stream_seconds = args.refresh_every  # from now on, every T seconds of stream time
         snapshot = model.snapshot
         if snapshot is None or snapshot.version == version:
             continue

@@ -75,8 +75,9 @@ class ModelConfig:
     batch_size: int = _setting(2048, "Documents buffered before the ingest kernel runs.")
     max_text_chars: int = _setting(1_000_000, "Longer texts are truncated to this many characters.")
     seed: int = _setting(0, "Random seed of the model.")
-    refresh_every_seconds: float | None = _setting(None, "Also refresh after this many seconds of refresh_clock.")
-    refresh_clock: str = _setting("stream", "The clock of refresh_every_seconds: 'stream' or 'wall'.")
+    refresh_every_stream_seconds: float | None = _setting(
+        None, "Also refresh after this many seconds of stream time (the documents' own dates).")
+    refresh_every_wall_seconds: float | None = _setting(None, "Also refresh after this many seconds of wall time.")
     drift_threshold: float | None = _setting(None, "Also refresh when held-out fit drops this many nats per token.")
     refresh_in_background: bool = _setting(False, "Automatic refreshes run in a background thread.")
     half_life: float | None = _setting(None, "Forgetting: a document's weight halves after this long (None: exact).")
@@ -171,6 +172,11 @@ class ModelConfig:
             raise ValueError("sketch_size is a number of columns, at least 2")
         if self.sketch_rank is not None and self.sketch_rank < 1:
             raise ValueError("sketch_rank is at least 1")
+        for name in ("refresh_every_stream_seconds", "refresh_every_wall_seconds"):
+            value = getattr(self, name)
+            if value is not None and not float(value) > 0:
+                raise ValueError(f"{name} is a positive number of seconds (or None)")
+            setattr(self, name, None if value is None else float(value))
         self.max_df = None if self.max_df is None else float(self.max_df)
         self.half_life = None if self.half_life is None else float(self.half_life)
         self.activity_half_life = (None if self.half_life is None
@@ -236,6 +242,31 @@ class ModelConfig:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig)}
+
+#: Settings renamed since, still accepted: ``refresh_every_seconds`` counted the clock that
+#: ``refresh_clock`` named; each clock is now a setting of its own.
+RENAMED = {"refresh_every_seconds": "refresh_every_stream_seconds or refresh_every_wall_seconds",
+           "refresh_clock": "refresh_every_stream_seconds or refresh_every_wall_seconds"}
+
+
+def current_spelling(settings: dict, warn: bool = True) -> dict:
+    """``settings`` with the old spellings (:data:`RENAMED`) turned into today's; with ``warn``,
+    one FutureWarning line per old name (a state file written before the rename loads silently)."""
+    if not RENAMED.keys() & settings.keys():
+        return settings
+    settings = dict(settings)
+    seconds, clock = settings.pop("refresh_every_seconds", None), settings.pop("refresh_clock", "stream")
+    if warn:
+        import warnings
+
+        warnings.warn("refresh_every_seconds and refresh_clock are deprecated; use refresh_every_stream_seconds "
+                      "or refresh_every_wall_seconds", FutureWarning, stacklevel=3)
+    if clock not in ("stream", "wall"):
+        raise ValueError(f"unknown refresh_clock {clock!r}; use refresh_every_stream_seconds or "
+                         "refresh_every_wall_seconds")
+    if seconds is not None:
+        settings.setdefault(f"refresh_every_{clock}_seconds", seconds)
+    return settings
 
 
 def default(name: str):

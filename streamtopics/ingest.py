@@ -4,45 +4,42 @@ Encodes documents against the vocabulary (learning it from the warm-up documents
 counts and reports rejections, admits and retires words of an open vocabulary, buffers accepted
 documents and runs the ingest kernel over each full buffer: the co-occurrence sums, the sliding
 window, the random-projection tracker, the activity counter and the refinement reservoir are
-all updated here and nowhere else. It decides nothing about refreshes: an accepted document is
-handed to the ``accepted`` callback, where the model observes drift and schedules them.
+all updated here and nowhere else. It decides nothing about refreshes: ``learn_many`` takes a
+limit of accepted documents and returns once it is reached, so the model can check its schedule
+(:class:`~streamtopics.schedule.RefreshSchedule`) at the very document a refresh falls due.
 
 Raw text in ``learn_many`` is accepted a segment at a time (:meth:`Ingest._accept_encoded`): the
 rejections, the buffered block and the reservoir's candidates of a whole segment come from array
 operations; per document remain its key hash and, for the documents the reservoir may keep, the
-reservoir's and the excerpts' ``add``. A segment ends at the document that fills the buffer (the
-kernel runs on the same documents as one at a time) and at the one the model must check for a
-refresh (``documents_until_check``), so a refresh sees the same documents.
+reservoir's and the excerpts' ``add``. A segment ends at the document that fills the buffer, so
+the kernel runs on the same documents as one at a time; texts are encoded no further ahead than
+the limit allows, so nothing encoded is thrown away when it is reached.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import Any, Callable
 
 import numpy as np
 
 from .config import ModelConfig
-from .describe import DocumentExcerpts, excerpt_of
 from .cooccurrence import CooccurrenceStats
+from .describe import DocumentExcerpts, excerpt_of
 from .documents import (
     DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
 )
-from .forgetting import DecayedCounter
 from .open_vocabulary import OpenVocabulary
 from .refinement import Reservoir
 from .sketch import SketchedCooccurrence
+from .statistics import Statistics
 from .text import DEFAULT_PATTERN, Tokenizer
 from .text_batch import TextBatchEncoder
-from .trackers import RandomProjectionTracker, n_projections_for_topics
 from .vocabulary import Vocabulary
-from .window import DocumentWindow
 
 TEXT_BATCH = 512  # raw texts encoded per compiled pass (learn_many)
 EMPTY, NO_KNOWN_WORDS, TOO_SHORT, ACCEPTED = range(4)  # outcomes of a batch-encoded text, rejections first
 
-FADING_RATIO = 0.25  # see Ingest.active_view
 RejectHandler = Callable[[Rejection, Any, Any], None]
 
 
@@ -97,27 +94,20 @@ class Ingest:
 
     ``lineage`` (a :class:`~streamtopics.lineage.RefreshState`) is read when a word is retired (an
     anchor of the current snapshot never is; its warm-start row is reset); ``refreshing`` says
-    whether a background refresh runs (no word is retired meanwhile); ``accepted`` is called
-    with every accepted document once it is buffered (the snapshot has not seen it: drift
-    measures it as held out). ``documents_until_check`` says how many accepted documents may be
-    buffered before one must be handed to ``accepted`` (None: any number)."""
+    whether a background refresh runs (no word is retired meanwhile). :attr:`last_accepted` is
+    the latest accepted document (the model's drift monitor scores it as held out)."""
 
     def __init__(self, config: ModelConfig, tokenizer: Tokenizer | None, on_reject: RejectHandler | None,
-                 lineage, accepted: Callable[[EncodedDocument], None], refreshing: Callable[[], bool],
-                 documents_until_check: Callable[[], int | None]):
+                 lineage, refreshing: Callable[[], bool]):
         self.config = config
         self.tokenizer = tokenizer or Tokenizer()
         self.encoder = DocumentEncoder(self.tokenizer, config.max_text_chars)
         self.on_reject = on_reject
         self.lineage = lineage
-        self.accepted = accepted
         self.refreshing = refreshing
-        self.documents_until_check = documents_until_check
+        self.last_accepted: EncodedDocument | None = None
         self.vocabulary: Vocabulary | None = None
-        self.stats: CooccurrenceStats | SketchedCooccurrence | None = None
-        self.tracker: RandomProjectionTracker | None = None
-        self.activity: DecayedCounter | None = None
-        self.window: DocumentWindow | None = None
+        self.statistics: Statistics | None = None  # once the vocabulary is known
         self.open_vocabulary = (None if config.max_vocabulary is None else OpenVocabulary(
             config.max_vocabulary, config.admit_df, config.vocabulary_sketch_size, config.retire_df))
         self.replaced_slots: set[int] = set()  # vocabulary slots given to another word since the snapshot
@@ -171,43 +161,55 @@ class Ingest:
             return
         self._accept(self.encoder.encode(document, self.vocabulary), document, key)
 
-    def learn_many(self, documents: list, keys: list, stream_times: list) -> None:
-        """:meth:`learn_one` for every document, in order (each dated by its stream time). Raw
-        ASCII text is tokenized and looked up ``TEXT_BATCH`` documents at a time in one compiled
-        pass (:class:`~streamtopics.text_batch.TextBatchEncoder`) and accepted a segment at a
-        time (:meth:`_accept_encoded`): the same encoded documents and rejections as one at a
-        time, accepted in the same order, so the same statistics."""
-        i = 0
-        while i < len(documents):
+    def learn_many(self, documents: list, keys: list, stream_times: list, limit: int | None = None) -> tuple[int, int]:
+        """:meth:`learn_one` for the documents in order (each dated by its stream time), stopping
+        once ``limit`` of them were accepted (None: no limit); returns how many documents were
+        consumed and how many accepted. Raw ASCII text is tokenized and looked up up to
+        ``TEXT_BATCH`` documents at a time in one compiled pass
+        (:class:`~streamtopics.text_batch.TextBatchEncoder`) and accepted a segment at a time
+        (:meth:`_accept_encoded`): the same encoded documents and rejections as one at a time,
+        accepted in the same order, so the same statistics."""
+        i, accepted = 0, 0
+        while i < len(documents) and (limit is None or accepted < limit):
+            left = None if limit is None else limit - accepted
             if not self._batch_encodable():  # warm-up, open vocabulary or a custom token pattern
-                self.advance_clock(stream_times[i])
-                self.learn_one(documents[i], keys[i])
-                i += 1
+                consumed, took = self._learn_one_at_a_time(documents, keys, stream_times, i, i + 1, left)
+                i, accepted = i + consumed, accepted + took
                 continue
-            stop = min(len(documents), i + TEXT_BATCH)
+            # no further ahead than the limit: each text encoded here is consumed in this pass
+            stop = min(len(documents), i + (TEXT_BATCH if left is None else min(TEXT_BATCH, left)))
             batched = [d for d in range(i, stop) if TextBatchEncoder.handles(documents[d], self.config.max_text_chars)]
             encoded = self._text_encoder().encode([documents[d] for d in batched]) if batched else None
             runs = np.split(np.arange(len(batched)), np.flatnonzero(np.diff(batched) != 1) + 1) if batched else []
             for run in runs:  # consecutive documents the encoder took; the others one at a time
                 first, last = batched[run[0]], batched[run[-1]] + 1
-                self._learn_one_at_a_time(documents, keys, stream_times, i, first)
-                self._accept_encoded(encoded, int(run[0]), documents[first:last], keys[first:last],
-                                     stream_times[first:last])
+                accepted += self._learn_one_at_a_time(documents, keys, stream_times, i, first)[1]
+                accepted += self._accept_encoded(encoded, int(run[0]), documents[first:last], keys[first:last],
+                                                 stream_times[first:last])
                 i = last
-            self._learn_one_at_a_time(documents, keys, stream_times, i, stop)
+            accepted += self._learn_one_at_a_time(documents, keys, stream_times, i, stop)[1]
             i = stop
+        return i, accepted
 
-    def _learn_one_at_a_time(self, documents, keys, stream_times, start: int, stop: int) -> None:
+    def _learn_one_at_a_time(self, documents, keys, stream_times, start: int, stop: int,
+                             limit: int | None = None) -> tuple[int, int]:
+        """:meth:`learn_one` for documents ``start .. stop - 1`` until ``limit`` were accepted:
+        (consumed, accepted). The warm-up's last document accepts the whole warm-up at once."""
+        accepted = 0
         for d in range(start, stop):
+            if limit is not None and accepted >= limit:
+                return d - start, accepted
+            before = self.documents_absorbed
             self.advance_clock(stream_times[d])
             self.learn_one(documents[d], keys[d])
+            accepted += self.documents_absorbed - before
+        return stop - start, accepted
 
-    def _accept_encoded(self, encoded, row: int, documents: list, keys: list, stream_times: list) -> None:
+    def _accept_encoded(self, encoded, row: int, documents: list, keys: list, stream_times: list) -> int:
         """Accept the texts ``documents`` encoded as rows ``row, row + 1, ...`` of ``encoded`` (a
         :class:`~streamtopics.text_batch.EncodedTexts`): what :meth:`_accept` does to each in turn,
-        a segment at a time. A segment ends at the document that fills the buffer (the kernel
-        runs on the same documents) or that the model must check for a refresh, which then sees
-        the buffer, reservoir, clock and counters as one at a time would leave them; only a
+        a segment at a time; returns how many were accepted. A segment ends at the document that
+        fills the buffer, which then holds what one at a time would leave in it; only a
         rejection's ``on_reject`` may run before the earlier accepted documents of its segment
         are buffered."""
         n = len(documents)
@@ -225,18 +227,9 @@ class Ingest:
         start, a = 0, 0  # the segment's first document and first accepted one (index into accepted)
         while start < n:
             left = len(accepted) - a
-            until = self.documents_until_check()
-            if until == 0 and left:  # this one goes through the model's check: one at a time
-                d = int(accepted[a])
-                self._reject_outcomes(outcome, oov, documents, keys, start, d)
-                self.stream_time = clocks[d]
-                self._accept(EncodedDocument(*self._entries(run, d), float(oov[d])), documents[d], keys[d])
-                start, a = d + 1, a + 1
-                continue
             room = max(self.config.batch_size - len(self.pending), 1)
-            limit = room if until is None else min(room, until + 1)
-            if left >= limit:  # the segment ends at the document that fills the buffer or is checked
-                take, stop = limit, int(accepted[a + limit - 1]) + 1
+            if left >= room:  # the segment ends at the document that fills the buffer
+                take, stop = room, int(accepted[a + room - 1]) + 1
             else:  # it runs to the end, rejections after the last accepted document included
                 take, stop = left, n
             rows = accepted[a:a + take]
@@ -244,12 +237,12 @@ class Ingest:
             self.stream_time = clocks[stop - 1]
             if take:
                 self._buffer_block(run.select(rows), rows, documents, keys, clocks)
+                d = int(rows[-1])
+                self.last_accepted = EncodedDocument(*self._entries(run, d), float(oov[d]))
             if len(self.pending) >= self.config.batch_size:
                 self.flush()
-            if until is not None and take == until + 1:
-                d = int(rows[-1])
-                self.accepted(EncodedDocument(*self._entries(run, d), float(oov[d])))
             start, a = stop, a + take
+        return len(accepted)
 
     def _running_clock(self, stream_times: list) -> list:
         """The stream clock after each of these documents (:meth:`advance_clock` in turn)."""
@@ -309,23 +302,29 @@ class Ingest:
             self.text_encoder = TextBatchEncoder(self.tokenizer, self.vocabulary)
         return self.text_encoder
 
-    def learn_indexed(self, documents, keys, stream_times=None) -> None:
-        """Absorb pre-indexed counts (a scipy sparse matrix or a :class:`DocumentBatch`)."""
+    def indexed_batch(self, documents, keys) -> DocumentBatch:
+        """Pre-indexed counts (a scipy sparse matrix or a :class:`DocumentBatch`) as a batch
+        whose keys are the hashes of ``keys`` (when given)."""
         if self.vocabulary is None:
             raise ValueError("pre-indexed documents need a vocabulary: pass one to the model")
         if not isinstance(documents, DocumentBatch):
-            documents = DocumentBatch.from_csr(documents, keys)
-        elif keys is not None:
-            documents = DocumentBatch(documents.indptr, documents.indices, documents.counts,
-                                      np.asarray([key_hash(k) for k in keys], np.uint64))
-        if stream_times is not None:
-            stream_times = list(stream_times)
-            if len(stream_times) != len(documents):
-                raise ValueError("one stream time per document")
-        bounds = zip(documents.indptr[:-1], documents.indptr[1:])
-        for d, (a, b) in enumerate(bounds):
+            return DocumentBatch.from_csr(documents, keys)
+        if keys is not None:
+            return DocumentBatch(documents.indptr, documents.indices, documents.counts,
+                                 np.asarray([key_hash(k) for k in keys], np.uint64))
+        return documents
+
+    def learn_indexed(self, documents: DocumentBatch, stream_times: list | None, start: int = 0,
+                      limit: int | None = None) -> tuple[int, int]:
+        """Absorb the rows of ``documents`` from ``start`` (an :meth:`indexed_batch`), each dated
+        by its stream time, until ``limit`` were accepted: (consumed, accepted)."""
+        accepted = 0
+        for d in range(start, len(documents)):
+            if limit is not None and accepted >= limit:
+                return d - start, accepted
             if stream_times is not None:
                 self.advance_clock(stream_times[d])
+            a, b = documents.indptr[d], documents.indptr[d + 1]
             ids, counts = documents.indices[a:b], documents.counts[a:b]
             rejection = validate_indexed(ids, counts, len(self.vocabulary))
             if rejection is None and (np.any(np.diff(ids) <= 0)):
@@ -334,8 +333,11 @@ class Ingest:
                 self.reject(rejection, (ids, counts), int(documents.keys[d]))
                 continue
             positive = counts > 0
+            before = self.documents_absorbed
             self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
                          hashed_key=int(documents.keys[d]))
+            accepted += self.documents_absorbed - before
+        return len(documents) - start, accepted
 
     def _accept(self, encoded, document, key, hashed_key: int | None = None, text: str | None = None) -> None:
         """Buffer an encoded document (or count its rejection). ``text``: the document's text
@@ -354,9 +356,9 @@ class Ingest:
         if self.reservoir is not None:
             self.reservoir.add(encoded.ids, encoded.counts, hashed_key)
             self.excerpts.add(hashed_key, key, document if text is None else text)
+        self.last_accepted = encoded
         if len(self.pending) >= self.config.batch_size:
             self.flush()
-        self.accepted(encoded)
 
     def reject(self, rejection: Rejection, document, key) -> None:
         self.rejections[rejection.reason] += 1
@@ -386,23 +388,13 @@ class Ingest:
         self._ingest(*self.pending.take())
 
     def _ingest(self, batch: DocumentBatch, stream_times: np.ndarray | None = None) -> None:
-        """Every statistic the model keeps is updated here, from one batch."""
-        self.stats.update(batch, stream_times)
-        if self.window is not None:
-            leaving = self.window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
-            if leaving is not None:
-                self.stats.subtract(leaving)
-                if self.tracker is not None:
-                    self.tracker.subtract(leaving.indptr, leaving.indices, leaving.counts, leaving.keys)
-        if self.tracker is not None or self.activity is not None:
-            kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
-            if not kept.all():
-                batch = batch.select(np.flatnonzero(kept))
-                stream_times = None if stream_times is None else stream_times[kept]
-        if self.tracker is not None:
-            self.tracker.update(batch.indptr, batch.indices, batch.counts, batch.keys, stream_times)
-        if self.activity is not None:
-            self.activity.update(batch.indptr, batch.indices, stream_times)
+        self.statistics.update(batch, stream_times)
+
+    # the parts of the statistics, by name (the model shows them as its attributes)
+    stats = property(lambda self: None if self.statistics is None else self.statistics.sums)
+    tracker = property(lambda self: None if self.statistics is None else self.statistics.tracker)
+    activity = property(lambda self: None if self.statistics is None else self.statistics.activity)
+    window = property(lambda self: None if self.statistics is None else self.statistics.window)
 
     @property
     def documents_absorbed(self) -> int:
@@ -411,7 +403,7 @@ class Ingest:
             return 0
         return self.stats.n_docs + len(self.pending)
 
-    def statistics(self) -> CooccurrenceStats | SketchedCooccurrence:
+    def current_sums(self) -> CooccurrenceStats | SketchedCooccurrence:
         """The co-occurrence sums with every buffered document included."""
         if self.vocabulary is None:
             self.freeze_vocabulary()
@@ -420,52 +412,20 @@ class Ingest:
 
     def merge(self, other: "Ingest") -> None:
         """Add another ingest's statistics (a disjoint sub-stream over the same vocabulary)."""
-        if self.config.window is not None or other.config.window is not None:
-            raise ValueError("models with a sliding window cannot be merged (the windows would overlap in time)")
         if other.vocabulary != self.vocabulary or self.vocabulary is None:
             raise ValueError("models can only be merged over the same, fixed vocabulary")
         if self.tokenizer.get_config() != other.tokenizer.get_config():
             raise ValueError(f"models can only be merged when they tokenize alike: {self.tokenizer!r} and "
                              f"{other.tokenizer!r} (a model saved before strip_mail existed resumes without it)")
-        if (self.tracker is None) != (other.tracker is None) or (self.tracker is not None and (
-                (self.tracker.seed, self.tracker.n_projections) != (other.tracker.seed, other.tracker.n_projections))):
-            raise ValueError("models can only be merged when both keep the same tracker (anchor_method, "
-                             "n_projections, seed) or neither does")
-        mine, theirs = self.statistics(), other.statistics()
-        if type(mine) is not type(theirs):
-            raise ValueError("models can only be merged when both keep the same kind of statistics "
-                             "(cooccurrence='exact' or 'sketch')")
-        mine.merge(theirs)
-        if self.activity is not None:
-            self.activity.merge(other.activity)
-        if self.tracker is not None:
-            self.tracker.merge(other.tracker)
+        self.flush()
+        other.flush()
+        self.statistics.merge(other.statistics)
         if self.reservoir is not None and other.reservoir is not None:
             self.reservoir.merge(other.reservoir)
             self.excerpts.merge(other.excerpts)
         self.rejections.update(other.rejections)
         self.oov_tokens += other.oov_tokens
         self.documents_truncated += other.documents_truncated
-
-    def active_view(self, view, activity):
-        """With forgetting: the view whose document frequencies are zero for the words not
-        recently active (see ``activity_half_life``), so they cannot be anchor candidates. With a
-        sliding window: the view whose ``n_docs`` is the documents in the window."""
-        if self.window is not None:
-            out = copy.copy(view)  # the same kind of view (exact sums or a sketch's), shallow
-            out.n_docs = len(self.window)
-            return out
-        if activity is None:
-            return view
-        scale = self.config.activity_half_life / self.config.half_life
-        recent, df = activity.values(), np.asarray(view.document_frequency)
-        threshold = self.config.min_document_frequency(view.n_docs) * scale
-        # active: recent frequency passes the (rescaled) threshold and is at least a quarter of
-        # the word's long-run frequency (a fading word is out ~2 activity half-lives after it stops)
-        active = (recent >= threshold) & (recent >= FADING_RATIO * scale * df)
-        out = copy.copy(view)
-        out.document_frequency = np.where(active, df, 0.0)
-        return out
 
     def reservoir_batch(self) -> DocumentBatch | None:
         """The refinement reservoir's documents with their key hashes, or None while it holds
@@ -475,6 +435,50 @@ class Ingest:
         items = self.reservoir.items()
         return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in items], [h for _, _, h in items])
 
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> tuple[dict, dict]:
+        """``(arrays, meta)``: the statistics' and the reservoir's arrays, and the vocabulary,
+        warm-up documents, counters, open vocabulary and excerpts (JSON)."""
+        if self.vocabulary is not None:
+            self.flush()
+        arrays = {} if self.statistics is None else self.statistics.state_dict()
+        if self.reservoir is not None:
+            arrays.update({f"reservoir.{k}": v for k, v in self.reservoir.state_dict().items()})
+        meta = {
+            "vocabulary": None if self.vocabulary is None else self.vocabulary.words,
+            "warmup": [[counts, _jsonable_key(key), stream_time, text] for counts, key, stream_time, text in self.warmup],
+            "excerpts": None if self.excerpts is None else [[h, key, text] for h, key, text in self.excerpts.items()],
+            "rejections": dict(self.rejections),
+            "oov_tokens": self.oov_tokens,
+            "documents_truncated": self.documents_truncated,
+            "open_vocabulary": None if self.open_vocabulary is None else self.open_vocabulary.to_dict(),
+            "replaced_slots": sorted(self.replaced_slots),
+            "admitted_at": [[i, t] for i, t in sorted(self.admitted_at.items())],
+            "stream_time": self.stream_time,
+        }
+        return arrays, meta
+
+    def load_state_dict(self, arrays: dict, meta: dict) -> None:
+        """Take up what :meth:`state_dict` wrote (keys missing from older files keep their defaults)."""
+        if meta["vocabulary"] is not None:
+            self.vocabulary = Vocabulary(meta["vocabulary"])
+            self.statistics = Statistics.from_state_dict(arrays, self.config)
+        self.warmup = [(entry[0], _restore_key(entry[1]), entry[2] if len(entry) > 2 else None,
+                        entry[3] if len(entry) > 3 else None) for entry in meta["warmup"]]
+        if self.excerpts is not None and meta.get("excerpts"):
+            self.excerpts = DocumentExcerpts.from_items(self.excerpts.capacity, self.excerpts.kind, meta["excerpts"])
+        if self.reservoir is not None:
+            self.reservoir.load_state_dict({k[len("reservoir."):]: v for k, v in arrays.items()
+                                            if k.startswith("reservoir.")})
+        self.rejections = Counter(meta["rejections"])
+        self.oov_tokens = meta["oov_tokens"]
+        self.documents_truncated = meta["documents_truncated"]
+        self.stream_time = meta.get("stream_time")
+        self.replaced_slots = set(meta.get("replaced_slots", []))
+        self.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
+        if meta.get("open_vocabulary") is not None:
+            self.open_vocabulary = OpenVocabulary.from_dict(meta["open_vocabulary"])
+
     # ------------------------------------------------------------------ vocabulary
     def set_vocabulary(self, vocabulary: Vocabulary) -> None:
         """Fix the vocabulary and start empty statistics over it."""
@@ -482,21 +486,7 @@ class Ingest:
         if len(vocabulary) < config.n_topics:
             raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {config.n_topics} topics")
         self.vocabulary = vocabulary
-        if config.cooccurrence_kind(len(vocabulary)) == "sketch":
-            self.stats = SketchedCooccurrence(len(vocabulary), config.resolved_sketch_size(),
-                                              config.resolved_sketch_rank(), seed=config.seed,
-                                              half_life=config.half_life, half_life_unit=config.half_life_unit)
-        else:
-            self.stats = CooccurrenceStats(len(vocabulary), half_life=config.half_life,
-                                           half_life_unit=config.half_life_unit)
-        if config.window is not None:
-            self.window = DocumentWindow(config.window)
-        if config.half_life is not None:
-            self.activity = DecayedCounter(len(vocabulary), config.activity_half_life, config.half_life_unit)
-        if config.anchor_method != "fastanchors":
-            n_projections = config.n_projections or n_projections_for_topics(config.n_topics)
-            self.tracker = RandomProjectionTracker(len(vocabulary), n_projections, seed=config.seed,
-                                                   half_life=config.half_life, half_life_unit=config.half_life_unit)
+        self.statistics = Statistics.empty(config, len(vocabulary))
 
     def freeze_vocabulary(self) -> None:
         """Build the vocabulary from the warm-up documents, then absorb them."""
@@ -528,21 +518,14 @@ class Ingest:
         for slot, word in zip(slots, reused):
             self.open_vocabulary.retire(vocabulary[slot], self.documents_absorbed)
             vocabulary[slot] = word
-            self.stats.clear_word(slot)
-            self.activity.clear(slot)
-            if self.tracker is not None:
-                self.tracker.clear_word(slot)
+            self.statistics.clear_word(slot)
             if self.reservoir is not None:
                 self.reservoir.drop_word(slot)
             self.lineage.forget_word(slot)
             self.replaced_slots.add(slot)
         self.vocabulary = Vocabulary(vocabulary + grown)
         if grown:
-            self.stats.grow(len(self.vocabulary))
-            if self.tracker is not None:
-                self.tracker.grow(len(self.vocabulary))
-            if self.activity is not None:
-                self.activity.grow(len(self.vocabulary))
+            self.statistics.grow(len(self.vocabulary))
         for word in words:
             self.open_vocabulary.admit(word, self.documents_absorbed)
         if self.activity is not None:
@@ -566,3 +549,15 @@ class Ingest:
             protected |= {self.vocabulary.index.get(w) for w in self.lineage.snapshot.anchors}
         faded = [int(i) for i in faded[np.argsort(frequency[faded], kind="stable")] if int(i) not in protected]
         return faded[:wanted]
+
+
+def _jsonable_key(key):
+    if isinstance(key, (bytes, bytearray)):
+        return {"bytes": bytes(key).hex()}
+    return key
+
+
+def _restore_key(key):
+    if isinstance(key, dict):
+        return bytes.fromhex(key["bytes"])
+    return key

@@ -77,6 +77,55 @@ class RefreshState:
             if slot < kept.column.shape[0]:
                 kept.column[slot] = 0.0
 
+    def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
+        """``(arrays, meta)``: the snapshot, the warm start, the ids and the events' memory.
+        The snapshot's own words are kept only when they are no longer a prefix of
+        ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
+        arrays, snapshot = {}, self.snapshot
+        if self.coefficients is not None:
+            arrays["coefficients"] = self.coefficients
+        if snapshot is not None:
+            arrays["snapshot.topic_word"] = snapshot.topic_word
+            if snapshot.background is not None:
+                arrays["snapshot.background"] = snapshot.background
+        for name, kept in (("missing", self.missing), ("departed", self.departed)):
+            arrays.update({f"{name}.{topic}": topic_state.column for topic, topic_state in kept.items()})
+        relabelled = (snapshot is not None and vocabulary is not None
+                      and list(snapshot.vocabulary) != vocabulary.words[:len(snapshot.vocabulary)])
+        meta = {
+            "next_topic_id": self.next_topic_id,
+            "snapshot": None if snapshot is None else _snapshot_meta(snapshot),
+            "significant": sorted(self.significant),
+            "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in self.missing.items()],
+            "departed": [[t, m.anchor, m.words, m.refreshes] for t, m in self.departed.items()],
+            "unannounced": [[t, n] for t, n in self.unannounced.items()],
+            "burn_in_left": self.burn_in_left,
+            "labels": [[t, label] for t, label in self.labels.items()],
+            "snapshot_vocabulary": list(snapshot.vocabulary) if relabelled else None,
+        }
+        return arrays, meta
+
+    def load_state_dict(self, arrays: dict, meta: dict, vocabulary: Vocabulary | None) -> None:
+        """Take up what :meth:`state_dict` wrote (keys missing from older files keep their defaults)."""
+        self.next_topic_id = meta["next_topic_id"]
+        self.coefficients = arrays.get("coefficients")
+        self.significant = set(meta.get("significant", []))
+        self.missing = {int(t): MissingTopic(arrays[f"missing.{t}"], anchor, list(words), int(refreshes))
+                        for t, anchor, words, refreshes in meta.get("missing", [])}
+        self.departed = {int(t): MissingTopic(arrays[f"departed.{t}"], anchor, list(words), int(refreshes))
+                         for t, anchor, words, refreshes in meta.get("departed", [])}
+        self.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
+        self.burn_in_left = meta.get("burn_in_left")
+        self.labels = {int(t): label for t, label in meta.get("labels", [])}
+        if meta["snapshot"] is not None:
+            topic_word = arrays["snapshot.topic_word"]
+            words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]
+            snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=words, topic_word=topic_word,
+                                     background=arrays.get("snapshot.background"))
+            snapshot.prevalence = np.asarray(snapshot.prevalence)
+            snapshot.alpha = np.asarray(snapshot.alpha)
+            self.snapshot = snapshot
+
     def advance(self, view, tracker, vocabulary: Vocabulary, n_docs: int, position, reservoir,
                 stream_time, replaced_slots: set[int], excerpts=None) -> tuple[TopicSnapshot, dict]:
         """The next snapshot from the statistics ``view`` (and ``tracker`` for the tracker-based
@@ -350,3 +399,16 @@ class RefreshState:
         for topic in silent:
             del self.unannounced[topic]
         return announced, [t for t in deaths if t not in silent]
+
+
+def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
+    """A snapshot's fields other than its arrays and words (a state file's JSON part)."""
+    return {
+        "version": snapshot.version, "documents_seen": snapshot.documents_seen,
+        "anchors": snapshot.anchors, "topic_ids": snapshot.topic_ids,
+        "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
+        "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
+        "background_share": snapshot.background_share, "labels": snapshot.labels,
+        "coherence": None if snapshot.coherence is None else snapshot.coherence.tolist(),
+        "representatives": snapshot.representatives,
+    }

@@ -3,7 +3,7 @@
 A facade over three named parts: :class:`~streamtopics.ingest.Ingest` (documents in, statistics
 up to date), :class:`~streamtopics.lineage.RefreshState` (statistics to the next snapshot, ids
 continued from the last one) and :mod:`~streamtopics.persistence` (save and load). The model
-itself schedules refreshes (its :class:`~streamtopics.policy.RefreshPolicy`), runs them in the
+itself schedules refreshes (its :class:`~streamtopics.schedule.RefreshSchedule`), runs them in the
 caller's thread or a background one, and infers topic mixtures. Its settings are a
 :class:`~streamtopics.config.ModelConfig`, each readable as an attribute (``model.n_topics``).
 """
@@ -19,17 +19,17 @@ from typing import Iterable
 
 import numpy as np
 
-from .config import ModelConfig, doc
+from .config import ModelConfig, current_spelling, doc
 from .cooccurrence import CooccurrenceStats
 from .documents import DocumentBatch, Rejection
-from .forgetting import DecayedCounter
 from .history import TopicHistory
 from .inference import infer_mixtures
 from .ingest import TEXT_BATCH, Ingest, RejectHandler
 from .lineage import Lineage, RefreshState
 from .persistence import load_model, save_model
-from .policy import DriftMonitor, RefreshPolicy
+from .drift import DriftMonitor
 from .refresh import NotEnoughCandidatesError
+from .schedule import RefreshSchedule
 from .sketch import SketchedCooccurrence
 from .snapshot import TopicSnapshot
 from .text import Tokenizer
@@ -99,13 +99,13 @@ class StreamingTopicModel:
         A kept topic whose L1 distance moved by at least this much is reported as a change.
     refresh_every
         Refresh automatically after every this many absorbed documents (None: only on demand).
-    refresh_every_seconds, refresh_clock
-        Also refresh automatically after this many seconds of ``"stream"`` time (the
-        ``stream_time`` given to :meth:`learn_one`) or ``"wall"`` time
-        (:class:`~streamtopics.policy.RefreshPolicy`).
+    refresh_every_stream_seconds, refresh_every_wall_seconds
+        Also refresh automatically after this many seconds of stream time (the ``stream_time``
+        given to :meth:`learn_one`) or of wall time (:class:`~streamtopics.schedule.RefreshSchedule`).
+        The old ``refresh_every_seconds`` with ``refresh_clock`` still work, with a warning.
     drift_threshold
         Also refresh when the held-out fit of recent documents against the current snapshot
-        drops by this many nats per token (:class:`~streamtopics.policy.DriftMonitor`; None: off).
+        drops by this many nats per token (:class:`~streamtopics.drift.DriftMonitor`; None: off).
     refresh_in_background
         Automatic refreshes run with :meth:`refresh_async` (ingestion goes on meanwhile).
     half_life, half_life_unit
@@ -223,9 +223,9 @@ class StreamingTopicModel:
     rejections, oov_tokens, documents_truncated, documents_absorbed
         Rejected documents by reason (a Counter), unknown tokens of accepted documents, texts cut
         at ``max_text_chars``, and documents whose statistics are in the model.
-    ingest, lineage, policy, history
+    ingest, lineage, schedule, history
         The parts: :class:`~streamtopics.ingest.Ingest`, :class:`~streamtopics.lineage.RefreshState`,
-        the :class:`~streamtopics.policy.RefreshPolicy` and the :class:`~streamtopics.history.TopicHistory`.
+        the :class:`~streamtopics.schedule.RefreshSchedule` and the :class:`~streamtopics.history.TopicHistory`.
 
     Examples
     --------
@@ -247,13 +247,12 @@ class StreamingTopicModel:
 
     def __init__(self, n_topics: int, vocabulary=None, *, tokenizer: Tokenizer | None = None,
                  on_reject: RejectHandler | None = None, **settings):
-        self.config = ModelConfig(n_topics=n_topics, **settings)
-        self.lineage = RefreshState(self.config)
-        self.ingest = Ingest(self.config, tokenizer, on_reject, self.lineage, self._accepted, self._refreshing,
-                             self._documents_until_check)
-        self.policy = RefreshPolicy(None, self.config.refresh_every_seconds, self.config.refresh_clock,
-                                    None if self.config.drift_threshold is None
-                                    else DriftMonitor(self.config.drift_threshold))
+        self.config = config = ModelConfig(n_topics=n_topics, **current_spelling(settings))
+        self.lineage = RefreshState(config)
+        self.ingest = Ingest(config, tokenizer, on_reject, self.lineage, self._refreshing)
+        self.schedule = RefreshSchedule(
+            config.refresh_every, config.refresh_every_stream_seconds, config.refresh_every_wall_seconds,
+            None if config.drift_threshold is None else DriftMonitor(config.drift_threshold))
         self.history = TopicHistory(self.config.history_size)
         self.last_refresh: dict = {}
         self._refresh_lock = threading.RLock()
@@ -275,7 +274,10 @@ class StreamingTopicModel:
         clock and stamps automatic snapshots. The stream clock never goes back: a document
         older than one seen before is dated at the latest time seen."""
         self.ingest.advance_clock(stream_time)
+        before = self.documents_absorbed
         self.ingest.learn_one(document, key)
+        if self.documents_absorbed != before:
+            self._accepted()
 
     def learn_many(self, documents, keys: Iterable | None = None, stream_times: Iterable | None = None) -> None:
         """Absorb many documents: an iterable of anything :meth:`learn_one` takes, or
@@ -283,34 +285,43 @@ class StreamingTopicModel:
         :class:`DocumentBatch`) for speed. ``keys`` and ``stream_times``, when given, have one
         entry per document (see :meth:`learn_one`)."""
         if isinstance(documents, DocumentBatch) or hasattr(documents, "tocsr"):
-            self.ingest.learn_indexed(documents, keys, stream_times)
+            batch = self.ingest.indexed_batch(documents, keys)
+            if stream_times is not None:
+                stream_times = list(stream_times)
+                if len(stream_times) != len(batch):
+                    raise ValueError("one stream time per document")
+            self._learn_in_steps(len(batch), lambda start, limit: self.ingest.learn_indexed(
+                batch, stream_times, start, limit))
             return
         given = [column for column in (keys, stream_times) if column is not None]
         rows = zip(documents, *given, strict=True)  # lazily: a generator of documents stays one
         while chunk := list(islice(rows, TEXT_BATCH)):
             columns = iter(zip(*chunk))
             texts = list(next(columns))
-            self.ingest.learn_many(texts, [None] * len(texts) if keys is None else list(next(columns)),
-                                   [None] * len(texts) if stream_times is None else list(next(columns)))
+            chunk_keys = [None] * len(texts) if keys is None else list(next(columns))
+            chunk_times = [None] * len(texts) if stream_times is None else list(next(columns))
+            self._learn_in_steps(len(texts), lambda start, limit: self.ingest.learn_many(
+                texts[start:], chunk_keys[start:], chunk_times[start:], limit))
 
-    def _accepted(self, encoded) -> None:
-        """An accepted document is buffered: score it for drift (the snapshot has not seen it)
-        and refresh if one is due."""
-        if self.policy.drift is not None and self.snapshot is not None:
-            self.policy.drift.observe(encoded.ids, encoded.counts, self.snapshot)
+    def _learn_in_steps(self, total: int, learn) -> None:
+        """Feed ``total`` documents through ``learn(start, limit) -> (consumed, accepted)``, a
+        step at a time: each step stops at the accepted document a refresh may fall due at
+        (:meth:`RefreshSchedule.documents_until_due`), where the schedule is checked."""
+        start = 0
+        while start < total:
+            until = self.schedule.documents_until_due(self.documents_absorbed)
+            consumed, accepted = learn(start, None if until is None else max(until, 1))
+            start += consumed
+            if accepted:
+                self._accepted()
+
+    def _accepted(self) -> None:
+        """Documents were accepted: score the latest for drift (the snapshot has not seen it; with
+        a drift monitor, documents are accepted one step each) and refresh if one is due."""
+        drift = self.schedule.drift
+        if drift is not None and self.snapshot is not None:
+            drift.observe(self.ingest.last_accepted.ids, self.ingest.last_accepted.counts, self.snapshot)
         self._maybe_refresh()
-
-    def _documents_until_check(self) -> int | None:
-        """Accepted documents that may be buffered before one must go through :meth:`_accepted`
-        (no refresh can fall due sooner): None while no automatic refresh is set, 0 (every one)
-        with a refresh clock or the drift monitor (each document moves them) and while a refresh
-        is due but not started (one already runs in the background)."""
-        if self.policy.every_seconds is not None or self.policy.drift is not None:
-            return 0
-        if not self.config.refresh_every:
-            return None
-        since = self.documents_absorbed - self.lineage.absorbed_at_refresh
-        return max(self.config.refresh_every - since - 1, 0)
 
     def _refreshing(self) -> bool:
         return self._pending_refresh is not None and not self._pending_refresh.done()
@@ -318,7 +329,7 @@ class StreamingTopicModel:
     def statistics(self) -> CooccurrenceStats | SketchedCooccurrence:
         """The co-occurrence statistics (exact sums or their sketch, see ``cooccurrence``) with
         every buffered document included."""
-        return self.ingest.statistics()
+        return self.ingest.current_sums()
 
     def merge(self, other: "StreamingTopicModel") -> "StreamingTopicModel":
         """Add another model's statistics (a disjoint sub-stream over the same vocabulary)."""
@@ -338,10 +349,7 @@ class StreamingTopicModel:
         return self.config.candidate_limit()
 
     def _maybe_refresh(self) -> None:
-        policy = self.policy
-        policy.every_documents = self.config.refresh_every
-        policy.count_documents_from(self.lineage.absorbed_at_refresh)
-        if not policy.due(self.documents_absorbed, self.ingest.stream_time):
+        if not self.schedule.due(self.documents_absorbed, self.ingest.stream_time):
             return
         if self.config.refresh_in_background:
             if not self._refreshing():
@@ -352,22 +360,16 @@ class StreamingTopicModel:
             except NotEnoughCandidatesError as error:
                 # A young stream may not support K topics yet: an automatic refresh must not stop
                 # it. Try again after the next interval; an explicit refresh() still raises.
-                self.lineage.absorbed_at_refresh = self.documents_absorbed
+                self.schedule.postpone(self.documents_absorbed)
                 self.last_refresh = {"skipped": str(error)}
 
     def refresh(self, position: dict | None = None, stream_time: float | None = None) -> TopicSnapshot:
         """Recompute the topics from the current sums and publish a new snapshot (waits for a
         background refresh in progress)."""
         with self._refresh_lock:
-            t0 = time.perf_counter()
-            stats = self.statistics()
-            if stats.n_docs == 0:
-                raise RuntimeError("no documents absorbed yet: nothing to refresh")
-            view, reservoir = self.ingest.active_view(stats.view(), self.activity), self.ingest.reservoir_batch()
-            snapshot = self._refresh_from(view, self.tracker, stats.n_docs, position, reservoir,
-                                          self.ingest.stream_time if stream_time is None else stream_time,
-                                          time.perf_counter() - t0)
-            self._restart_policy()
+            prepared = self._prepare_refresh(position, stream_time, frozen=False)
+            snapshot = self._refresh_from(prepared)
+            self._restart_schedule()
             return snapshot
 
     def refresh_async(self, position: dict | None = None, stream_time: float | None = None) -> Future:
@@ -380,32 +382,32 @@ class StreamingTopicModel:
         live sums. The snapshot reflects exactly the documents absorbed when this was called
         (``snapshot.documents_seen``). Refreshes are serialised: one started while another runs
         waits for it. The numba kernels of recovery and inference release the GIL."""
-        t0 = time.perf_counter()
-        stats = self.statistics()
-        if stats.n_docs == 0:
-            raise RuntimeError("no documents absorbed yet: nothing to refresh")
-        activity = None if self.activity is None else DecayedCounter.from_state_dict(
-            {k: np.array(v, copy=True) for k, v in self.activity.state_dict().items()})
-        view = self.ingest.active_view(stats.copy().view(), activity)
-        tracker = None
-        if self.tracker is not None:
-            tracker = type(self.tracker).from_state_dict(
-                {k: np.array(v, copy=True) for k, v in self.tracker.state_dict().items()})
-        n_docs = stats.n_docs
-        stream_time = self.ingest.stream_time if stream_time is None else stream_time
-        self._restart_policy()
+        prepared = self._prepare_refresh(position, stream_time, frozen=True)
+        self._restart_schedule()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh")
 
-        reservoir = self.ingest.reservoir_batch()
-        prepare_s = time.perf_counter() - t0
-
         def run():
             with self._refresh_lock:
-                return self._refresh_from(view, tracker, n_docs, position, reservoir, stream_time, prepare_s)
+                return self._refresh_from(prepared)
 
         self._pending_refresh = self._executor.submit(run)
         return self._pending_refresh
+
+    def _prepare_refresh(self, position, stream_time, frozen: bool) -> dict:
+        """What a refresh reads, taken in the caller's thread: the statistics' view (of a
+        ``frozen`` copy for a background refresh, so ingestion may go on), the tracker, the
+        reservoir's documents, the position and the stream time; ``prepare_s`` is the time it
+        took (in :meth:`refresh_async`, the time ingestion was held)."""
+        t0 = time.perf_counter()
+        n_docs = self.statistics().n_docs  # every buffered document included
+        if n_docs == 0:
+            raise RuntimeError("no documents absorbed yet: nothing to refresh")
+        statistics = self.ingest.statistics.frozen_copy() if frozen else self.ingest.statistics
+        return {"view": statistics.refresh_view(self.config), "tracker": statistics.tracker, "n_docs": n_docs,
+                "position": position, "reservoir": self.ingest.reservoir_batch(),
+                "stream_time": self.ingest.stream_time if stream_time is None else stream_time,
+                "prepare_s": time.perf_counter() - t0}
 
     def wait_for_refresh(self) -> TopicSnapshot | None:
         """Wait for the background refresh in progress, if any, and return the latest snapshot."""
@@ -413,24 +415,24 @@ class StreamingTopicModel:
             self._pending_refresh.result()
         return self.snapshot
 
-    def _refresh_from(self, view, tracker, n_docs: int, position, reservoir, stream_time,
-                      prepare_s: float) -> TopicSnapshot:
-        """Advance the lineage from a prepared view and reservoir; ``last_refresh`` gets the
-        timings of its steps, ``prepare_s`` (taking the view and the reservoir's documents: in
-        :meth:`refresh_async` the time ingestion was held) among them and in ``total_s``."""
+    def _refresh_from(self, prepared: dict) -> TopicSnapshot:
+        """Advance the lineage from a :meth:`_prepare_refresh`; ``last_refresh`` gets the timings
+        of its steps, ``prepare_s`` among them and in ``total_s``."""
         # the excerpts are read live (a background refresh too): one evicted meanwhile shows its words only
-        snapshot, timings = self.lineage.advance(view, tracker, self.vocabulary, n_docs, position, reservoir,
-                                                 stream_time, self.ingest.replaced_slots, self.ingest.excerpts)
-        if self.policy.drift is not None:
-            self.policy.drift.reset()  # the baseline is the fit against the new snapshot
+        snapshot, timings = self.lineage.advance(
+            prepared["view"], prepared["tracker"], self.vocabulary, prepared["n_docs"], prepared["position"],
+            prepared["reservoir"], prepared["stream_time"], self.ingest.replaced_slots, self.ingest.excerpts)
+        prepare_s = prepared["prepare_s"]
+        if self.schedule.drift is not None:
+            self.schedule.drift.reset()  # the baseline is the fit against the new snapshot
         self.history.add_snapshot(snapshot)
         self.last_refresh = {**timings, "prepare_s": prepare_s, "total_s": timings["total_s"] + prepare_s,
-                             "reason": self.policy.last_reason}
-        self.policy.last_reason = None
+                             "reason": self.schedule.last_reason}
+        self.schedule.last_reason = None
         return snapshot
 
-    def _restart_policy(self) -> None:
-        self.policy.restart(self.documents_absorbed, self.ingest.stream_time)
+    def _restart_schedule(self) -> None:
+        self.schedule.restart(self.documents_absorbed, self.ingest.stream_time)
 
     def adopt_lineage(self, lineage: Lineage) -> None:
         """Continue the topic lineage of another model (:meth:`RefreshState.export`): the next

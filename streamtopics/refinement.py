@@ -154,6 +154,20 @@ class Reservoir:
     def batch(self) -> DocumentBatch:
         return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in self.items()])
 
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The kept documents and their key hashes, in :meth:`items` order (none while empty)."""
+        if not len(self):
+            return {}
+        items, kept = self.items(), self.batch()
+        return {"indptr": kept.indptr, "indices": kept.indices, "counts": kept.counts,
+                "keys": np.array([k for _, _, k in items], np.uint64)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Add the documents :meth:`state_dict` wrote (to an empty reservoir: the same sample)."""
+        indptr = state.get("indptr", ())
+        for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:])):
+            self.add(state["indices"][a:b], state["counts"][a:b], int(state["keys"][d]))
+
 
 def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
     """Each document's distinct words alternately into an observed and a held-out half

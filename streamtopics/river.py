@@ -31,6 +31,7 @@ from . import inference
 from .config import ModelConfig, default
 from .model import StreamingTopicModel
 from .refresh import NotEnoughCandidatesError
+from .schedule import RefreshSchedule
 from .snapshot import TopicSnapshot
 
 __all__ = ["AnchorTopics"]
@@ -212,7 +213,7 @@ class AnchorTopics(base.MiniBatchTransformer):
         )
         self.refresh_failures = 0
         self.last_refresh_error: str | None = None
-        self._refresh_tried_at = 0
+        self._schedule = RefreshSchedule(refresh_every)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -250,13 +251,9 @@ class AnchorTopics(base.MiniBatchTransformer):
             self._maybe_refresh()
 
     def _maybe_refresh(self) -> None:
-        if self.refresh_every is None:
-            return
         absorbed = self.model.documents_absorbed
-        snapshot = self.model.snapshot
-        since = max(self._refresh_tried_at, 0 if snapshot is None else snapshot.documents_seen)
-        if absorbed - since >= self.refresh_every:
-            self._refresh_tried_at = absorbed
+        if self._schedule.due(absorbed):
+            self._schedule.restart(absorbed)  # a failed refresh is tried again refresh_every later
             try:
                 self.model.refresh()
             except NotEnoughCandidatesError as error:
@@ -266,7 +263,7 @@ class AnchorTopics(base.MiniBatchTransformer):
     def refresh(self) -> TopicSnapshot:
         """Recompute the topics now (outside the `refresh_every` schedule) and return the new
         snapshot. Raises if no document has been absorbed or the stream is too young."""
-        self._refresh_tried_at = self.model.documents_absorbed
+        self._schedule.restart(self.model.documents_absorbed)
         return self.model.refresh()
 
     # ------------------------------------------------------------------ inference

@@ -13,7 +13,8 @@ from streamtopics.drifting import drifting_stream
 from streamtopics.forgetting import DecayedCounter
 from streamtopics.history import TopicHistory
 from streamtopics.model import StreamingTopicModel
-from streamtopics.policy import DriftMonitor, RefreshPolicy
+from streamtopics.drift import DriftMonitor
+from streamtopics.schedule import RefreshSchedule
 from streamtopics.refinement import Reservoir
 from streamtopics.trackers import RandomProjectionTracker
 
@@ -354,21 +355,21 @@ def _two_topic_model(**kwargs):
                                batch_size=4, **kwargs)
 
 
-def test_refresh_every_seconds_of_stream_time():
-    model = _two_topic_model(refresh_every_seconds=10.0)
+def test_refresh_every_stream_seconds():
+    model = _two_topic_model(refresh_every_stream_seconds=10.0)
     versions = []
     for i in range(60):
         model.learn_one("apple pear plum" if i % 2 else "goal match ball", stream_time=float(i))
         versions.append(None if model.snapshot is None else model.snapshot.version)
     assert model.snapshot.version == 5  # at t = 10, 20, 30, 40, 50
     assert model.snapshot.stream_time == 50.0
-    assert model.last_refresh["reason"] == "time"
+    assert model.last_refresh["reason"] == "stream time"
 
 
-def test_refresh_every_seconds_of_wall_time(monkeypatch):
+def test_refresh_every_wall_seconds(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr("streamtopics.policy.time.monotonic", lambda: clock[0])
-    model = _two_topic_model(refresh_every_seconds=5.0, refresh_clock="wall")
+    monkeypatch.setattr("streamtopics.schedule.time.monotonic", lambda: clock[0])
+    model = _two_topic_model(refresh_every_wall_seconds=5.0)
     for i in range(10):
         model.learn_one("apple pear" if i % 2 else "goal match")
         clock[0] += 1.0
@@ -376,9 +377,9 @@ def test_refresh_every_seconds_of_wall_time(monkeypatch):
 
 
 def test_drift_signal_fires_when_documents_no_longer_fit():
-    policy = RefreshPolicy(drift=DriftMonitor(threshold=0.5, sample_every=1, baseline_samples=5, smoothing=0.5))
+    policy = RefreshSchedule(drift=DriftMonitor(threshold=0.5, sample_every=1, baseline_samples=5, smoothing=0.5))
     model = _two_topic_model()
-    model.policy = policy
+    model.schedule = policy
     for _ in range(10):
         model.learn_one("apple pear apple")
         model.learn_one("goal match goal")
@@ -687,7 +688,7 @@ def test_sliding_window_sums_cover_the_last_w_documents(tmp_path):
         np.testing.assert_allclose(stats.to_dense(), exact.to_dense(), rtol=0, atol=1e-12)
         np.testing.assert_allclose(stats.word_mass, exact.word_mass, rtol=0, atol=1e-12)
         assert np.array_equal(stats.document_frequency, exact.document_frequency)
-        assert m.ingest.active_view(stats.view(), None).n_docs == 150 and len(m.ingest.window) == 150
+        assert m.ingest.statistics.refresh_view(m.config).n_docs == 150 and len(m.ingest.window) == 150
     assert model.documents_absorbed == kept.size
     with pytest.raises(ValueError):
         StreamingTopicModel(2, words, window=10, half_life=5)

@@ -118,7 +118,7 @@ def test_a_full_reservoir_keeps_the_smallest_key_hashes_of_the_accepted_document
 
 
 @pytest.mark.parametrize("settings", [{"refresh_every": 700, "batch_size": 300},  # segments end at refreshes
-                                      {"refresh_every_seconds": 900.0, "half_life": 20_000.0,
+                                      {"refresh_every_stream_seconds": 900.0, "half_life": 20_000.0,
                                        "half_life_unit": "stream"}])  # every document checked, dated
 def test_learn_many_refreshes_at_the_documents_learn_one_does(posts, settings):
     texts, keys = _interleaved(posts)

@@ -1,7 +1,6 @@
-"""When to refresh (issue 4): every N documents, every T seconds of stream or wall time, on
-demand, or when a cheap drift signal fires.
+"""A cheap drift signal: one of the triggers of :class:`~streamtopics.schedule.RefreshSchedule`.
 
-The drift signal is the held-out fit of recent documents against the current snapshot: every
+The signal is the held-out fit of recent documents against the current snapshot: every
 ``sample_every``-th absorbed document (before it is learned, so it is held out) is given its
 topic mixture (:func:`~streamtopics.inference.infer_mixtures`, O(document x K) per iteration) and
 its log-likelihood per token under ``A gamma`` is folded into an exponential moving average. The
@@ -12,14 +11,10 @@ longer explain: a new topic, new words). The cost is one small inference per sam
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .documents import DocumentBatch
 from .inference import infer_mixtures
-
-CLOCKS = ("stream", "wall")
 
 
 def log_likelihood_per_token(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray,
@@ -77,63 +72,3 @@ class DriftMonitor:
     @property
     def fired(self) -> bool:
         return self.baseline is not None and self.average < self.baseline - self.threshold
-
-
-class RefreshPolicy:
-    """Decides when the model refreshes by itself (:meth:`refresh` on demand is always allowed).
-
-    ``every_documents``: after that many absorbed documents. ``every_seconds``: after that many
-    seconds of ``clock`` time: ``"stream"`` (the ``stream_time`` passed to ``learn_one``, e.g. a
-    Kafka timestamp, so a replay refreshes at the same points as the live run) or ``"wall"``
-    (``time.monotonic``). ``drift``: a :class:`DriftMonitor` (or None). Any one condition due
-    triggers a refresh; each refresh restarts every count.
-
-    >>> policy = RefreshPolicy(every_seconds=60)
-    >>> policy.restart(documents=0, stream_time=0.0)
-    >>> policy.due(documents=5, stream_time=59.0), policy.due(documents=6, stream_time=61.0)
-    (False, True)
-    """
-
-    def __init__(self, every_documents: int | None = None, every_seconds: float | None = None,
-                 clock: str = "stream", drift: DriftMonitor | None = None):
-        if clock not in CLOCKS:
-            raise ValueError(f"unknown clock {clock!r}; use one of {CLOCKS}")
-        self.every_documents = every_documents
-        self.every_seconds = every_seconds
-        self.clock = clock
-        self.drift = drift
-        self._documents = 0
-        self._time: float | None = None
-        self.last_reason: str | None = None
-
-    def _now(self, stream_time):
-        return time.monotonic() if self.clock == "wall" else stream_time
-
-    def restart(self, documents: int, stream_time=None) -> None:
-        self._documents = documents
-        self._time = self._now(stream_time)
-        if self.drift is not None:
-            self.drift.reset()
-
-    def count_documents_from(self, documents: int) -> None:
-        """Count ``every_documents`` from ``documents`` (e.g. where the owner last refreshed, or
-        skipped a refresh), leaving the clock and the drift baseline as they are."""
-        self._documents = documents
-
-    def due(self, documents: int, stream_time=None) -> bool:
-        """Whether a refresh is due; the reason is left in :attr:`last_reason`."""
-        if self.every_documents and documents - self._documents >= self.every_documents:
-            self.last_reason = "documents"
-            return True
-        if self.every_seconds is not None:
-            now = self._now(stream_time)
-            if now is not None:
-                if self._time is None:
-                    self._time = now
-                elif now - self._time >= self.every_seconds:
-                    self.last_reason = "time"
-                    return True
-        if self.drift is not None and self.drift.fired:
-            self.last_reason = "drift"
-            return True
-        return False
