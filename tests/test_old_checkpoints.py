@@ -1,0 +1,45 @@
+"""A state file written by main at 5569d75 (before the parts saved themselves and before the
+refresh schedule was one object) still loads and resumes as the uninterrupted run.
+
+``tests/data/model-5569d75.state`` was written by that commit with :func:`documents` and
+:data:`SETTINGS` below: ``model.learn_many(documents(400, 1), stream_times=range(400))`` then
+``model.save(path)`` (snapshot version 2, made at 300 documents by ``refresh_every=150``).
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from streamtopics import StreamingTopicModel
+
+STATE = Path(__file__).parent / "data" / "model-5569d75.state"
+WORDS = ["word" + chr(97 + i // 26) + chr(97 + i % 26) for i in range(60)]
+SETTINGS = dict(anchor_method="hybrid", anchor_min_df=2, reservoir_size=200, refresh_every=150,
+                refine_iterations=3, refine_sweeps=1, half_life=500.0, half_life_unit="stream")
+
+
+def documents(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(WORDS[i] for i in rng.choice(20, size=12) + 20 * rng.integers(3)) for _ in range(n)]
+
+
+def test_a_state_file_of_5569d75_loads_with_every_part():
+    model = StreamingTopicModel.load(STATE)
+    assert model.documents_absorbed == 400 and model.snapshot.version == 2
+    assert model.snapshot.documents_seen == 300 and model.schedule.documents_mark == 300
+    assert model.tracker is not None and model.activity is not None and len(model.reservoir) == 200
+    assert model.config.refresh_every == 150 and model.config.refresh_every_stream_seconds is None
+
+
+def test_it_resumes_as_the_uninterrupted_run():
+    resumed = StreamingTopicModel.load(STATE)
+    uninterrupted = StreamingTopicModel(3, WORDS, **SETTINGS)
+    uninterrupted.learn_many(documents(400, 1), stream_times=[float(t) for t in range(400)])
+    for model in (resumed, uninterrupted):  # refreshes fall due at 450 and 600 documents
+        model.learn_many(documents(300, 2), stream_times=[float(t) for t in range(400, 700)])
+    assert resumed.snapshot.version == uninterrupted.snapshot.version == 4
+    assert resumed.snapshot.documents_seen == uninterrupted.snapshot.documents_seen == 600
+    assert resumed.snapshot.topic_ids == uninterrupted.snapshot.topic_ids
+    assert resumed.snapshot.anchors == uninterrupted.snapshot.anchors
+    # the state file's sums were computed on another machine: equal to rounding
+    np.testing.assert_allclose(resumed.snapshot.topic_word, uninterrupted.snapshot.topic_word, atol=1e-8)
