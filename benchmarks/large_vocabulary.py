@@ -295,9 +295,9 @@ def accuracy_child(args) -> dict:
     from streamtopics import StreamingTopicModel
     from streamtopics.evaluation import matched_l1
 
-    import streamtopics.sketch as sketch_module
+    import streamtopics.sketch_view as sketch_view
 
-    sketch_module.ROW_SUMS = args.row_sums
+    sketch_view.ROW_SUMS = args.row_sums
     truth = large_truth(args.topics, args.cache)
     documents = draw(truth, args.docs, alpha=0.1, seed=args.stream_seed)
     model = StreamingTopicModel(args.topics, vocabulary=truth.vocabulary, cooccurrence=args.mode,
@@ -363,7 +363,7 @@ def main() -> None:
     truths = Path(os.environ.get("QUALITY_CACHE", Path(__file__).resolve().parents[1] / ".artifacts" / "quality"))
     good.add_argument("--cache", type=Path, default=truths, help="cached Gibbs truth fits (the quality protocol's)")
     good.add_argument("--stream-seed", type=int, default=1, help="seed of the drawn stream")
-    good.add_argument("--row-sums", action="store_true", help="the view's row-sum correction on (sketch.ROW_SUMS)")
+    good.add_argument("--row-sums", action="store_true", help="the view's row-sum correction on (sketch_view.ROW_SUMS)")
     good.add_argument("--skip-exact", action="store_true", help="the sketch runs only")
     good.add_argument("--child", action="store_true")
     args = parser.parse_args()

@@ -262,8 +262,7 @@ class RunningSums:
         in stream time."""
         if len(batch) == 0:
             return
-        lengths = batch.lengths
-        kept = lengths >= 2.0
+        kept = batch.forming_pairs()
         if not kept.all():
             batch = batch.select(np.flatnonzero(kept))
             stream_times = None if stream_times is None else np.asarray(stream_times)[kept]
@@ -282,7 +281,7 @@ class RunningSums:
         with weight -1. Exact sums only (no forgetting); ``n_docs`` keeps counting arrivals."""
         if self.half_life is not None:
             raise ValueError("a sliding window and forgetting do not combine")
-        kept = batch.lengths >= 2.0
+        kept = batch.forming_pairs()
         if not kept.all():
             batch = batch.select(np.flatnonzero(kept))
         if len(batch) == 0:

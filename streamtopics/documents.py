@@ -21,7 +21,7 @@ from .vocabulary import Vocabulary
 #: Reasons a document is not absorbed (the keys of the model's rejection counters).
 REJECTION_REASONS = (
     "empty",  # no tokens at all
-    "too_short",  # fewer than 2 known tokens: contributes no word pair
+    "too_short",  # fewer than MIN_TOKENS known tokens: contributes no word pair
     "no_known_words",  # every token is outside the vocabulary
     "undecodable",  # bytes that are not UTF-8
     "non_string_token",  # a token list holding something other than str
@@ -29,6 +29,10 @@ REJECTION_REASONS = (
     "invalid_word_id",  # a pre-indexed id outside the vocabulary
     "unsupported_type",  # not text, bytes, a token list, a mapping or a sparse row
 )
+
+#: Known tokens a document needs to make a word pair: shorter ones add nothing to any sum and are
+#: rejected as ``too_short`` (:func:`too_short`); every sum skips them (:meth:`DocumentBatch.forming_pairs`).
+MIN_TOKENS = 2
 
 #: The largest count one word may have in one document. A document's pairs are weighed by
 #: 1 / (n_d (n_d - 1)): with counts near 1e200 that overflows to 0 and the document would be
@@ -45,6 +49,11 @@ class Rejection:
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.detail}" if self.detail else self.reason
+
+
+def too_short() -> Rejection:
+    """The rejection of a document with fewer than :data:`MIN_TOKENS` known tokens."""
+    return Rejection("too_short", f"fewer than {MIN_TOKENS} known tokens")
 
 
 @dataclass
@@ -78,6 +87,10 @@ class DocumentBatch:
     def lengths(self) -> np.ndarray:
         """Tokens per document (n_d)."""
         return np.add.reduceat(self.counts, self.indptr[:-1]) if len(self) and self.counts.size else np.zeros(len(self))
+
+    def forming_pairs(self) -> np.ndarray:
+        """Which documents have the :data:`MIN_TOKENS` tokens a word pair needs (the ones the sums count)."""
+        return self.lengths >= MIN_TOKENS
 
     @classmethod
     def from_documents(cls, documents: list[EncodedDocument], keys: list[int]) -> "DocumentBatch":
@@ -161,6 +174,19 @@ def key_hash(key) -> int:
     else:
         raise TypeError(f"document keys must be bytes, str or int, got {type(key).__name__}")
     return int.from_bytes(hashlib.blake2b(b"k" + data, digest_size=8).digest(), "little")
+
+
+def jsonable_key(key):
+    """A document key as JSON holds it (bytes as ``{"bytes": hex}``); :func:`restore_key` inverts it."""
+    if isinstance(key, (bytes, bytearray)):
+        return {"bytes": bytes(key).hex()}
+    return key
+
+
+def restore_key(key):
+    if isinstance(key, dict):
+        return bytes.fromhex(key["bytes"])
+    return key
 
 
 def content_hash(ids: np.ndarray, counts: np.ndarray) -> int:
@@ -247,6 +273,16 @@ class DocumentEncoder:
         if isinstance(encoded, EncodedDocument):
             encoded.truncated = truncated
         return encoded
+
+    def encode_many(self, documents, vocabulary: Vocabulary) -> tuple[DocumentBatch, list[Rejection | None]]:
+        """Every document encoded (a rejected one as an empty row) and its rejection or None."""
+        encoded, outcome = [], []
+        for document in documents:
+            result = self.encode(document, vocabulary)
+            outcome.append(result if isinstance(result, Rejection) else None)
+            encoded.append(EncodedDocument(np.zeros(0, np.int32), np.zeros(0)) if isinstance(result, Rejection)
+                           else result)
+        return DocumentBatch.from_documents(encoded, [0] * len(encoded)), outcome
 
 
 def validate_indexed(ids: np.ndarray, counts: np.ndarray, n_words: int) -> Rejection | None:

@@ -27,9 +27,11 @@ from .config import ModelConfig
 from .cooccurrence import CooccurrenceStats
 from .describe import DocumentExcerpts, excerpt_of
 from .documents import (
-    DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, key_hash, validate_indexed,
+    MIN_TOKENS, DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, jsonable_key, key_hash,
+    restore_key, too_short, validate_indexed,
 )
 from .open_vocabulary import OpenVocabulary
+from .pending import PendingDocuments
 from .refinement import Reservoir
 from .sketch import SketchedCooccurrence
 from .statistics import Statistics
@@ -41,52 +43,6 @@ TEXT_BATCH = 512  # raw texts encoded per compiled pass (learn_many)
 EMPTY, NO_KNOWN_WORDS, TOO_SHORT, ACCEPTED = range(4)  # outcomes of a batch-encoded text, rejections first
 
 RejectHandler = Callable[[Rejection, Any, Any], None]
-
-
-class PendingDocuments:
-    """Accepted documents waiting for the ingest kernel, in arrival order: single documents
-    (:meth:`append`) and blocks of them (:meth:`extend`), each with its key hash and, when
-    ``dated`` (a half-life in stream time), its stream time (NaN: none)."""
-
-    def __init__(self, dated: bool):
-        self.dated = dated
-        self.blocks: list[DocumentBatch] = []
-        self.singles: list[tuple[np.ndarray, np.ndarray]] = []  # appended since the last block
-        self.single_keys: list[int] = []
-        self.times: list[float] = []
-        self.count = 0
-
-    def __len__(self) -> int:
-        return self.count
-
-    def append(self, encoded: EncodedDocument, key_hash: int, stream_time) -> None:
-        self.singles.append((encoded.ids, encoded.counts))
-        self.single_keys.append(key_hash)
-        self._date([stream_time])
-        self.count += 1
-
-    def extend(self, block: DocumentBatch, stream_times: list) -> None:
-        self._seal()
-        self.blocks.append(block)
-        self._date(stream_times)
-        self.count += len(block)
-
-    def take(self) -> tuple[DocumentBatch, np.ndarray | None]:
-        """Every pending document as one batch, with their stream times (None when not dated)."""
-        self._seal()
-        batch = self.blocks[0] if len(self.blocks) == 1 else DocumentBatch.concatenate(self.blocks)
-        times = np.array(self.times) if self.dated else None
-        self.blocks, self.times, self.count = [], [], 0
-        return batch, times
-
-    def _seal(self) -> None:
-        if self.singles:
-            self.blocks.append(DocumentBatch.from_pairs(self.singles, self.single_keys))
-            self.singles, self.single_keys = [], []
-
-    def _date(self, stream_times) -> None:
-        if self.dated:
-            self.times.extend(np.nan if t is None else float(t) for t in stream_times)
 
 
 class Ingest:
@@ -218,7 +174,7 @@ class Ingest:
         cumulative = np.concatenate(([0.0], np.cumsum(encoded.counts[indptr[0]:indptr[-1]])))
         known = cumulative[indptr[1:] - indptr[0]] - cumulative[indptr[:-1] - indptr[0]]  # whole counts: exact
         outcome = np.full(n, ACCEPTED)
-        outcome[known < 2] = TOO_SHORT
+        outcome[known < MIN_TOKENS] = TOO_SHORT
         outcome[indptr[1:] == indptr[:-1]] = NO_KNOWN_WORDS
         outcome[encoded.tokens[row:row + n] == 0] = EMPTY
         oov = encoded.oov[row:row + n]
@@ -266,7 +222,7 @@ class Ingest:
             elif outcome[d] == NO_KNOWN_WORDS:
                 rejection = Rejection("no_known_words", f"{oov[d]:g} tokens, none in the vocabulary")
             else:
-                rejection = Rejection("too_short", "fewer than 2 known tokens")
+                rejection = too_short()
             self.reject(rejection, documents[d], keys[d])
 
     @staticmethod
@@ -347,8 +303,8 @@ class Ingest:
             return
         self.oov_tokens += encoded.oov_tokens
         self.documents_truncated += encoded.truncated
-        if encoded.counts.sum() < 2:
-            self.reject(Rejection("too_short", "fewer than 2 known tokens"), document, key)
+        if encoded.counts.sum() < MIN_TOKENS:
+            self.reject(too_short(), document, key)
             return
         if hashed_key is None:
             hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
@@ -369,16 +325,7 @@ class Ingest:
         """Encode documents against the vocabulary without learning anything."""
         if self.vocabulary is None:
             raise RuntimeError("the model has no vocabulary yet")
-        encoded, outcome = [], []
-        for document in documents:
-            result = self.encoder.encode(document, self.vocabulary)
-            if isinstance(result, Rejection):
-                outcome.append(result)
-                result = EncodedDocument(np.zeros(0, np.int32), np.zeros(0))
-            else:
-                outcome.append(None)
-            encoded.append(result)
-        return DocumentBatch.from_documents(encoded, [0] * len(encoded)), outcome
+        return self.encoder.encode_many(documents, self.vocabulary)
 
     # ------------------------------------------------------------------ statistics
     def flush(self) -> None:
@@ -446,7 +393,7 @@ class Ingest:
             arrays.update({f"reservoir.{k}": v for k, v in self.reservoir.state_dict().items()})
         meta = {
             "vocabulary": None if self.vocabulary is None else self.vocabulary.words,
-            "warmup": [[counts, _jsonable_key(key), stream_time, text] for counts, key, stream_time, text in self.warmup],
+            "warmup": [[counts, jsonable_key(key), stream_time, text] for counts, key, stream_time, text in self.warmup],
             "excerpts": None if self.excerpts is None else [[h, key, text] for h, key, text in self.excerpts.items()],
             "rejections": dict(self.rejections),
             "oov_tokens": self.oov_tokens,
@@ -463,7 +410,7 @@ class Ingest:
         if meta["vocabulary"] is not None:
             self.vocabulary = Vocabulary(meta["vocabulary"])
             self.statistics = Statistics.from_state_dict(arrays, self.config)
-        self.warmup = [(entry[0], _restore_key(entry[1]), entry[2] if len(entry) > 2 else None,
+        self.warmup = [(entry[0], restore_key(entry[1]), entry[2] if len(entry) > 2 else None,
                         entry[3] if len(entry) > 3 else None) for entry in meta["warmup"]]
         if self.excerpts is not None and meta.get("excerpts"):
             self.excerpts = DocumentExcerpts.from_items(self.excerpts.capacity, self.excerpts.kind, meta["excerpts"])
@@ -549,15 +496,3 @@ class Ingest:
             protected |= {self.vocabulary.index.get(w) for w in self.lineage.snapshot.anchors}
         faded = [int(i) for i in faded[np.argsort(frequency[faded], kind="stable")] if int(i) not in protected]
         return faded[:wanted]
-
-
-def _jsonable_key(key):
-    if isinstance(key, (bytes, bytearray)):
-        return {"bytes": bytes(key).hex()}
-    return key
-
-
-def _restore_key(key):
-    if isinstance(key, dict):
-        return bytes.fromhex(key["bytes"])
-    return key

@@ -62,13 +62,13 @@ class Statistics:
         """Every statistic, from one batch of accepted documents (dated when ``stream_times``)."""
         self.sums.update(batch, stream_times)
         if self.window is not None:
-            leaving = self.window.push(batch.select(np.flatnonzero(batch.lengths >= 2.0)))
+            leaving = self.window.push(batch.select(np.flatnonzero(batch.forming_pairs())))
             if leaving is not None:
                 self.sums.subtract(leaving)
                 if self.tracker is not None:
                     self.tracker.subtract(leaving.indptr, leaving.indices, leaving.counts, leaving.keys)
         if self.tracker is not None or self.activity is not None:
-            kept = batch.lengths >= 2.0  # the documents the co-occurrence sums count
+            kept = batch.forming_pairs()  # the documents the co-occurrence sums count
             if not kept.all():
                 batch = batch.select(np.flatnonzero(kept))
                 stream_times = None if stream_times is None else stream_times[kept]

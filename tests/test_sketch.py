@@ -12,7 +12,9 @@ from streamtopics.cooccurrence import CooccurrenceStats
 from streamtopics.documents import DocumentBatch
 from streamtopics.evaluation import matched_l1
 from streamtopics import sketch as sketch_module
-from streamtopics.sketch import LowRankView, SketchedCooccurrence, low_rank, gaussian_rows
+from streamtopics import sketch_view
+from streamtopics.sketch import SketchedCooccurrence, gaussian_rows
+from streamtopics.sketch_view import LowRankView, low_rank
 from streamtopics.synthetic import separable_topics, semi_synthetic
 
 V, S, R, SEED = 300, 24, 8, 5
@@ -227,7 +229,7 @@ def test_low_rank_view_reconstructs_a_planted_low_rank_matrix(signs):
 
 @pytest.mark.parametrize("row_sums", [False, True])
 def test_view_diagonal_is_exact_and_off_diagonal_close_on_a_topic_stream(row_sums, monkeypatch):
-    monkeypatch.setattr(sketch_module, "ROW_SUMS", row_sums)
+    monkeypatch.setattr(sketch_view, "ROW_SUMS", row_sums)
     truth = separable_topics(400, 8, anchor_mass=0.05, seed=11)
     docs, _ = semi_synthetic(truth.topic_word, 4000, alpha=0.1, doc_length=150, seed=1)
     stats = SketchedCooccurrence(400, 120, 30, seed=SEED)
