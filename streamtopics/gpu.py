@@ -20,7 +20,8 @@ refinement on a CUDA device": 3.0-3.2 times as fast as 16 CPU cores at K = 50 an
 The held-out scoring, the column normalisations and the choice of alpha stay on the CPU: they
 are small. A device is never required; this module is imported only when asked for. The kernels
 are cached on disk (``cache=True``): their compile, 6-9 s at a process's first device refresh,
-is paid once (numba's simulator ignores the flag).
+is paid once (numba's simulator ignores the flag). Whether there is a device, and whether a
+refinement uses it: :mod:`~streamtopics.device`.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ import numba
 import numpy as np
 from numba import cuda, float64, int64
 
-from .config import DEVICE_MAX_COLUMNS as MAX_TOPICS
+from .device import DEVICE_MAX_COLUMNS as MAX_TOPICS
+from .device import cuda_available  # noqa: F401  (consumers.cli.replay imports it from here)
 from .collapsed import SEED_UPDATES, SWEEP_BLOCKS, TOP_TOPICS
 from .documents import DocumentBatch
 from .inference import starting_mixtures
@@ -44,23 +46,6 @@ if not hasattr(np, "row_stack"):
 
 THREADS = 128  # threads per block of every launch
 CHUNK = 128  # a word's entries are summed this many at a time (word-major chunks, see DeviceBatch)
-
-
-def cuda_available() -> bool:
-    """Whether numba sees a usable CUDA device."""
-    try:
-        return bool(cuda.is_available())
-    except Exception:  # a broken driver or toolkit counts as no device
-        return False
-
-
-def device_name() -> str:
-    """The current CUDA device's name (numba's simulator has none)."""
-    try:
-        name = cuda.get_current_device().name
-    except AttributeError:
-        return "numba's CUDA simulator"
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def _threads(kernel, n: int):

@@ -21,6 +21,7 @@ import numpy as np
 from .alignment import MissingTopic, align_topics
 from .config import ModelConfig
 from .describe import representative_documents, topic_coherence
+from .device import refinement_device
 from .labels import LABEL_WORDS, SEPARATOR
 from .refinement import choose_alpha_scale, refine_topics
 from .refresh import match_columns, normalised_rows, recover_topics, select_anchors
@@ -110,7 +111,7 @@ class RefreshState:
                        else np.column_stack([result.topic_word, result.background]))
             refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing,
                                        sweeps=config.refine_sweeps,
-                                       device=config.resolved_refine_device(columns.shape[1]))
+                                       device=refinement_device(config.refine_device, columns.shape[1]))
             topic_word = refinement.topic_word[:, : config.n_topics]
             if background_words is not None and background_words.any():  # the smoothing gave them some
                 topic_word = topic_word.copy()
