@@ -8,7 +8,7 @@ entries), its lanes sharing the topics, doing what the CPU kernel's loop body do
 document (:mod:`~streamtopics.inference`, :mod:`~streamtopics.refinement`,
 :mod:`~streamtopics.collapsed`), with the reservoir copied to the device once per refinement.
 The results equal the CPU's to rounding, not bit for bit: the device computes in float64
-throughout (the CPU's E-step runs in float32, :data:`~streamtopics.refinement.SINGLE`), sums
+throughout (the CPU's E-step runs in float32, :data:`~streamtopics.kl_tem.SINGLE`), sums
 over topics in a tree of warp shuffles, adds a word's entries in chunks (:class:`DeviceBatch`)
 and re-sums CVB0's topic-word counts after every block (the CPU moves them by the block's
 changes). Every sum runs in a fixed order, so a device gives the same result on every run.
@@ -36,7 +36,7 @@ from .device import cuda_available  # noqa: F401  (consumers.cli.replay imports 
 from .collapsed import SEED_UPDATES, SWEEP_BLOCKS, TOP_TOPICS
 from .documents import DocumentBatch
 from .inference import starting_mixtures
-from .refinement import E_UPDATES, normalised_m_step
+from .kl_tem import E_UPDATES, normalised_m_step
 
 if not hasattr(np, "row_stack"):
     # numba-cuda (0.30.4, the newest in 2026-11) registers an overload of np.row_stack when its
@@ -120,7 +120,7 @@ def infer_mixtures(batch: DeviceBatch, topic_word: np.ndarray, start: np.ndarray
 
 
 def m_step(batch: DeviceBatch, topic_word: np.ndarray, mixtures: np.ndarray) -> np.ndarray:
-    """KL-tEM's M-step sums (:func:`~streamtopics.refinement._m_step` into zeros), on the host."""
+    """KL-tEM's M-step sums (:func:`~streamtopics.kl_tem._m_step` into zeros), on the host."""
     topics = cuda.to_device(np.ascontiguousarray(topic_word, np.float64))
     gamma = cuda.to_device(np.ascontiguousarray(mixtures, np.float64))
     partial = cuda.device_array((max(batch.n_chunks, 1), topic_word.shape[1]), np.float64)
