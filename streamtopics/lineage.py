@@ -24,7 +24,9 @@ from .describe import representative_documents, topic_coherence
 from .device import refinement_device
 from .labels import LABEL_WORDS, SEPARATOR
 from .refinement import choose_alpha_scale, refine_topics
-from .refresh import match_columns, normalised_rows, recover_topics, select_anchors
+from .recovery import recover_topics
+from .refresh import match_columns, select_anchors
+from .statistics_view import normalised_rows
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 from .vocabulary import Vocabulary
 
@@ -162,7 +164,7 @@ class RefreshState:
 
     def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
                 replaced_slots: set[int] | None = None) -> TopicSnapshot:
-        """The snapshot of a :class:`~streamtopics.refresh.Recovery`: topic ids aligned with the
+        """The snapshot of a :class:`~streamtopics.recovery.Recovery`: topic ids aligned with the
         previous snapshot and the missing topics, events since it. ``replaced_slots``, the
         vocabulary slots given to another word since the previous snapshot, are left out of the
         alignment and the set is emptied (the new snapshot has their new words)."""
