@@ -8,7 +8,7 @@ only when a device is asked about.
 from __future__ import annotations
 
 #: ``refine_device="cuda"``: the most columns (topics and the background) a GPU thread's local
-#: arrays hold (:mod:`~streamtopics.gpu`); more topics refine on the CPU.
+#: arrays hold (:mod:`~streamtopics.gpu_kernels`); more topics refine on the CPU.
 DEVICE_MAX_COLUMNS = 512
 
 

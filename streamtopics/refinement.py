@@ -49,6 +49,7 @@ V = 15,000).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ import numpy as np
 from numba import njit, prange
 
 from .collapsed import CollapsedShares
+from .device import refinement_device
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
 from .kl_tem import WordMajor, kl_tem_step
@@ -281,6 +283,35 @@ class Refinement:
     best_iteration: int = 0  # the iterate with the highest held-out score
     kept_iteration: int = 0  # the KL-tEM iterate kept: the latest within the tolerance of the best
     sweeps: int = 0  # CVB0 sweeps run from it (``topic_word`` is their result when > 0)
+
+
+def refine_recovery(recovery, reservoir: DocumentBatch, n_topics: int, background_words: np.ndarray | None,
+                    iterations: int, smoothing: float, sweeps: int, device_setting: str):
+    """The refresh's refinement step: the recovered topics (a :class:`~streamtopics.recovery.Recovery`)
+    refined over the ``reservoir`` (:func:`refine_topics`) and returned as a Recovery again, with
+    the :class:`Refinement` run.
+
+    The background is refined with the topics: both explain the reservoir's tokens. The words of
+    ``background_words`` (over the document-frequency ceiling) belong to the background alone, so
+    the share of them the smoothing gave the topics is taken back and the topics renormalised.
+    Recovery gives alpha's shape (its direction, or the prevalences where it is all 0); the scale
+    with the best held-out completion is chosen here (:func:`choose_alpha_scale`).
+    ``device_setting`` is ``refine_device`` (:func:`~streamtopics.device.refinement_device`)."""
+    columns = (recovery.topic_word if recovery.background is None
+               else np.column_stack([recovery.topic_word, recovery.background]))
+    refinement = refine_topics(columns, reservoir, iterations, smoothing=smoothing, sweeps=sweeps,
+                               device=refinement_device(device_setting, columns.shape[1]))
+    topic_word = refinement.topic_word[:, :n_topics]
+    if background_words is not None and background_words.any():  # the smoothing gave them some
+        topic_word = topic_word.copy()
+        topic_word[background_words[: topic_word.shape[0]]] = 0.0
+        topic_word /= topic_word.sum(axis=0, keepdims=True)
+    shape = np.asarray(recovery.alpha, dtype=np.float64)
+    shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(recovery.prevalence)
+    scale, _ = choose_alpha_scale(topic_word, shape, refinement.held_out)
+    background = None if recovery.background is None else refinement.topic_word[:, n_topics]
+    refined = dataclasses.replace(recovery, topic_word=topic_word, alpha=scale * shape, background=background)
+    return refined, refinement
 
 
 def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: int = 10, prior=None,

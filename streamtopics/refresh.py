@@ -1,224 +1,146 @@
-"""One refresh's anchors (docs/design.md, "Anchor words"), and the matching of the previous
-refresh's columns to them; the sums are read through :mod:`~streamtopics.statistics_view`, the
-topics recovered by :mod:`~streamtopics.recovery`.
+"""One refresh as named steps: statistics view -> anchors -> recovery -> refinement -> alignment -> description.
+
+:func:`run_refresh` runs them in that order (docs/design.md, "Anchor words" to "Topic identity");
+each step is a function here, and the work of each lives in its own module:
+
+* :func:`read_statistics`: the document-frequency floor and ceiling the statistics impose
+  (:mod:`~streamtopics.statistics_view`: how the sums are read);
+* :func:`choose_anchors`: K anchor words (:mod:`~streamtopics.anchor_selection`, a table of
+  selectors);
+* :func:`recover`: topics from the anchors, warm-started from the previous refresh's solution
+  (:mod:`~streamtopics.recovery`, :mod:`~streamtopics.warm_start`);
+* :func:`refine`: seeded likelihood refinement over the reservoir
+  (:func:`~streamtopics.refinement.refine_recovery`);
+* :func:`align`: topic ids continued from the previous snapshot, and the births, deaths and changes
+  since it (:meth:`~streamtopics.lineage.RefreshState.publish`);
+* :func:`describe`: coherence and representative documents from the reservoir
+  (:mod:`~streamtopics.describe`).
+
+What one refresh hands on to the next (the previous snapshot and its coefficients, the topic ids)
+is the :class:`~streamtopics.lineage.RefreshState` the steps are given.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from threadpoolctl import threadpool_limits
 
-from .alignment import l1_distances
-from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
-from .candidate_clustering import rp_anchor_groups
-from .rectification import rectified_rows
-from .statistics_view import normalised_rows
-
-
-class NotEnoughCandidatesError(ValueError):
-    """Fewer candidate anchor words than topics: the stream is too young (or K too large)."""
+# config, model and river import these from here; they live in anchor_selection
+from .anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, NotEnoughCandidatesError  # noqa: F401
+from .anchor_selection import select_anchors
+from .describe import representative_documents, topic_coherence
+from .recovery import Recovery, recover_topics
+from .refinement import Refinement, refine_recovery
+from .warm_start import warm_start_point
 
 
-def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, seed: int, chunk: int = 512) -> np.ndarray:
-    """Qbar rows of the candidates, randomly projected a chunk at a time when asked, so that at
-    most ``chunk`` full rows exist at once (3,000 full rows at V = 15,000 would take 360 MB)."""
-    if not projection_dim or projection_dim >= view.n_words:
-        return normalised_rows(view, candidates)
-    projection = random_projection(view.n_words, projection_dim, seed)
-    return np.vstack([normalised_rows(view, candidates[s : s + chunk]) @ projection
-                      for s in range(0, candidates.size, chunk)])
+@dataclass(frozen=True)
+class StatisticsLimits:
+    """What the statistics allow this refresh: ``min_df``, the document frequency a candidate
+    anchor needs; ``ceiling``, the most documents (effective, under forgetting) a word may occur
+    in to be an anchor or take part in a topic (None: no ceiling); ``background_words``, the mask
+    of the words over it, which the background explains alone."""
+
+    min_df: int
+    ceiling: float | None
+    background_words: np.ndarray | None
 
 
-ANCHOR_METHODS = ("fastanchors", "rp", "hybrid")
-
-#: Default relative support of the tracker-based selectors: a word is eligible when it occurs in at
-#: least this fraction of the documents seen (the tracker's ranking needs a threshold that grows
-#: with M, see :mod:`~streamtopics.trackers`), and in at least ``min_df`` documents.
-DEFAULT_RP_MIN_SUPPORT = 0.005
-
-
-def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
-    """Words eligible for the tracker's candidates: document frequency at least ``min_df`` and at
-    least the fraction ``min_support`` of the documents seen, and some mass."""
-    df = np.asarray(view.document_frequency)
-    need = max(float(min_df), float(min_support) * float(view.n_docs))
-    return (df >= need) & (np.asarray(view.word_mass) > 0)
+def read_statistics(view, config) -> StatisticsLimits:
+    """The statistics view step: the floor grows with the documents seen
+    (:meth:`~streamtopics.config.ModelConfig.min_document_frequency`), the ceiling is ``max_df``
+    of the documents in the sums."""
+    ceiling = None if config.max_df is None else config.max_df * view.n_docs
+    background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling
+    return StatisticsLimits(config.min_document_frequency(view.n_docs), ceiling, background_words)
 
 
-def _extend_anchors(rows: np.ndarray, fixed: np.ndarray, n_more: int) -> np.ndarray:
-    """Greedy farthest-point (Gram-Schmidt) steps of FastAnchorWords started from the span of the
-    rows at positions ``fixed``: positions of up to ``n_more`` further rows (fewer when the rows
-    run out of independent directions)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    residual = np.einsum("ij,ij->i", rows, rows)
-    tiny = 1e-24 * max(1.0, float(residual.max(initial=0.0)))
-    basis: list[np.ndarray] = []
-    taken = np.zeros(rows.shape[0], bool)
-    picks: list[int] = []
-
-    def add(position: int) -> None:
-        nonlocal residual
-        taken[position] = True
-        direction = rows[position].copy()
-        for u in basis:  # modified Gram-Schmidt
-            direction -= (direction @ u) * u
-        norm = np.linalg.norm(direction)
-        if norm ** 2 <= tiny:
-            return
-        u = direction / norm
-        basis.append(u)
-        residual = np.maximum(residual - (rows @ u) ** 2, 0.0)
-
-    for position in np.asarray(fixed, dtype=np.int64):
-        add(int(position))
-    while len(picks) < n_more:
-        score = np.where(taken, -1.0, residual)
-        position = int(np.argmax(score))
-        if score[position] <= tiny:
-            break
-        picks.append(position)
-        add(position)
-    return np.asarray(picks, dtype=np.int64)
+def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocabulary,
+                   replaced_slots: set[int]) -> np.ndarray:
+    """The anchors step: K anchor word ids by ``anchor_method``
+    (:func:`~streamtopics.anchor_selection.select_anchors`; ``tracker`` for the tracker-based
+    methods). With ``anchor_stickiness`` the previous snapshot's anchors still in the vocabulary
+    are kept unless a word is clearly farther out, so topics keep their anchors and ids."""
+    previous = None
+    if state.snapshot is not None and config.anchor_stickiness is not None:
+        previous = [i for i in (vocabulary.index.get(w) for w in state.snapshot.anchors)
+                    if i is not None and i not in replaced_slots]
+    return select_anchors(view, config.n_topics, limits.min_df, config.candidate_limit(), config.projection_dim,
+                          config.anchor_cleanup, config.seed, method=config.anchor_method, tracker=tracker,
+                          min_support=config.rp_min_support, max_df=limits.ceiling, previous=previous,
+                          stickiness=config.anchor_stickiness or 0.0, rectify=config.anchor_rectification)
 
 
-def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> np.ndarray:
-    """Qbar rows of a few words (the tracker's candidates): projected only when there are more
-    rows than projection dimensions, since drawing the V x projection_dim matrix costs more than
-    a few hundred full rows."""
-    few = not projection_dim or ids.size <= projection_dim
-    return _candidate_rows(view, ids, None if few else projection_dim, seed)
+def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
+    """The recovery step: every word as a mixture of the anchors, and the topics from it
+    (:func:`~streamtopics.recovery.recover_topics`); with ``warm_start`` from the previous
+    refresh's solution, its columns following the new anchors
+    (:func:`~streamtopics.warm_start.warm_start_point`), since most words barely move between
+    refreshes. Returns the recovery and whether it was warm-started."""
+    start = None
+    if config.warm_start and state.coefficients is not None and state.snapshot is not None:
+        previous = np.array([vocabulary[w] for w in state.snapshot.anchors])
+        start = warm_start_point(state.coefficients, previous, view, anchors, config.recovers_background)
+    result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
+                            background=config.recovers_background, background_words=limits.background_words)
+    return result, start is not None
 
 
-ANCHOR_SEARCH_BLAS_THREADS = 1  # BLAS/LAPACK threads in the anchor search (see select_anchors)
+def refine(result: Recovery, reservoir, limits: StatisticsLimits, config) -> tuple[Recovery, Refinement | None]:
+    """The refinement step: the recovered topics refined over the ``reservoir`` documents
+    (:func:`~streamtopics.refinement.refine_recovery`), which fit the likelihood of recent text
+    better than the moments alone; without a reservoir the recovery as it is."""
+    if reservoir is None:
+        return result, None
+    return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
+                           config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
 
-@threadpool_limits.wrap(limits=ANCHOR_SEARCH_BLAS_THREADS, user_api="blas")
-def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
-                   projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
-                   method: str = "fastanchors", tracker=None,
-                   min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
-                   previous=None, stickiness: float = 0.0, rectify: int = 0) -> np.ndarray:
-    """K anchor word ids by one of three selectors (docs/design.md, "Anchor words"):
-
-    ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
-    frequency >= ``min_df``, the ``max_candidates`` most frequent).
-    ``"rp"``: the random-projection tracker's candidates clustered into K groups
-    (:func:`~streamtopics.trackers.rp_anchor_groups`), each group's first (strongest) word; if
-    there are fewer than K groups, the remaining anchors are greedy FastAnchorWords steps over
-    the other frequent words, starting from the span of the groups' anchors.
-    ``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
-    of V); if there are fewer than K candidates, the most frequent other eligible words join them.
-
-    ``tracker`` (a :class:`~streamtopics.trackers.RandomProjectionTracker` fed the same documents
-    as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
-    threshold (:func:`support_mask`). Words in more than ``max_df`` documents are never anchors.
-    ``previous`` (word ids of the last refresh's anchors) and ``stickiness``: sticky anchors for
-    ``"fastanchors"`` (:func:`~streamtopics.anchors.fast_anchor_words`); a previous anchor also
-    stays a candidate while its document frequency is at least half of ``min_df``. The
-    tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
-    candidates' rows of their co-occurrence block after that many alternating-projection steps
-    (:mod:`~streamtopics.rectification`) instead of their (projected) full rows.
-
-    The search runs its BLAS and LAPACK calls on one thread (:data:`ANCHOR_SEARCH_BLAS_THREADS`):
-    they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz
-    eigenproblems), and split over OpenBLAS's pool each call waits for its slowest thread, which
-    on a machine shared with other work made the phase swing from 0.3 to 20 s (BENCHMARKS.md,
-    "Tried and not adopted"; ``git show 8e056d1:BENCHMARKS.md``, "One BLAS thread for the anchor
-    search").
-    """
-    if method not in ANCHOR_METHODS:
-        raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
-    frequency = np.asarray(view.document_frequency)
-    if max_df is not None:  # the ceiling first: the cap then keeps the most frequent words under it
-        frequency = np.where(frequency <= max_df, frequency, 0)
-    candidates = candidate_words(frequency, min_df, max_candidates)
-    if previous is not None and method == "fastanchors":
-        # hysteresis on eligibility too: a previous anchor stays a candidate down to half the floor
-        # (the floor grows with the stream; without this a young stream's topics lose their anchors)
-        previous = np.asarray(previous, dtype=np.int64)
-        held = previous[frequency[previous] >= min_df / 2]
-        candidates = np.union1d(candidates, held)
-    candidates = candidates[view.word_mass[candidates] > 0]
-    if method == "fastanchors":
-        if candidates.size < n_topics:
-            raise _not_enough(candidates.size, min_df, n_topics)
-        keep = None if previous is None else np.searchsorted(candidates, previous[np.isin(previous, candidates)])
-        if rectify > 0:
-            try:
-                rows = rectified_rows(view, candidates, n_topics, rectify, seed)
-                return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
-            except DependentRowsError:
-                pass  # rectified to fewer than K dimensions (a few documents over a few words): the raw rows
-        rows = _candidate_rows(view, candidates, projection_dim, seed)
-        return candidates[fast_anchor_words(rows, n_topics, cleanup=cleanup, keep=keep, stickiness=stickiness)]
-    if tracker is None:
-        raise ValueError(f"anchor method {method!r} needs a RandomProjectionTracker")
-    if tracker.n_words != view.n_words:
-        raise ValueError(f"the tracker has {tracker.n_words} words, the statistics {view.n_words}")
-    mask = support_mask(view, min_df, min_support)
-    if method == "rp":
-        groups = rp_anchor_groups(tracker, mask, n_topics, lambda ids: _few_rows(view, ids, projection_dim, seed))
-        anchors = np.array([g[0] for g in groups], dtype=np.int64)
-        if anchors.size >= n_topics:
-            return anchors[:n_topics]
-        # fewer groups than topics: complete with farthest-point steps over the other frequent
-        # words (the groups' other members are near their representative: left out)
-        pool = np.union1d(anchors, np.setdiff1d(candidates, np.concatenate(groups) if groups else anchors))
-        if pool.size < n_topics:
-            raise _not_enough(pool.size, min_df, n_topics)
-        rows = _candidate_rows(view, pool, projection_dim, seed)
-        fixed = np.searchsorted(pool, anchors)
-        more = _extend_anchors(rows, fixed, n_topics - anchors.size)
-        anchors = np.concatenate([anchors, pool[more]])
-        if anchors.size < n_topics:
-            raise _not_enough(anchors.size, min_df, n_topics)
-        return anchors
-    # hybrid
-    pool = tracker.candidates(mask)
-    if pool.size < n_topics:
-        eligible = np.flatnonzero(mask)
-        if eligible.size < n_topics:
-            eligible = candidates
-        order = np.lexsort((eligible, -np.asarray(view.document_frequency)[eligible]))
-        extra = eligible[order][~np.isin(eligible[order], pool)][: n_topics - pool.size]
-        pool = np.union1d(pool, extra.astype(np.int64))
-        if pool.size < n_topics:
-            raise _not_enough(pool.size, min_df, n_topics)
-    rows = _few_rows(view, pool, projection_dim, seed)
-    return pool[fast_anchor_words(rows, n_topics, cleanup=cleanup)]
+def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_time, replaced_slots: set[int]):
+    """The alignment step: the snapshot, its topic ids continued from the previous snapshot (and
+    the missing and departed topics) and its events, the lineage moved on
+    (:meth:`~streamtopics.lineage.RefreshState.publish`)."""
+    return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
 
 
-def _not_enough(n_candidates: int, min_df: int, n_topics: int) -> NotEnoughCandidatesError:
-    return NotEnoughCandidatesError(
-        f"{n_candidates} words occur in at least {min_df} documents; {n_topics} topics need "
-        f"at least {n_topics} candidate anchors (absorb more documents or lower anchor_min_df)"
-    )
+def describe(snapshot, reservoir, excerpts) -> None:
+    """The description step: each topic's coherence and representative documents over the
+    ``reservoir`` (with the texts of ``excerpts``), set on ``snapshot``; nothing without one."""
+    if reservoir is not None:
+        snapshot.coherence = topic_coherence(snapshot, reservoir)
+        snapshot.representatives = representative_documents(snapshot, reservoir, excerpts)
 
 
-def match_columns(rows: np.ndarray, previous: np.ndarray, current: np.ndarray) -> np.ndarray:
-    """For each current anchor, the previous anchor it continues (Hungarian, L1 between rows).
-
-    ``previous`` and ``current`` index ``rows``, one row per distinct anchor word: an anchor kept
-    from the previous refresh (most of them in a warm refresh) has the same index in both and is
-    matched to itself first, and the Hungarian method assigns the others. Some optimal assignment
-    of the whole problem keeps every such zero-cost pair (by the triangle inequality, giving one up
-    never lowers the cost), so this is the whole problem's assignment, without its 100 x 100
-    distances over V words (0.04-0.1 s at V = 15,000). With a previous index twice (a tie), the
-    whole problem is solved as it stands. Indices rather than a row per anchor: at V = 100,000
-    gathering 200 rows, dividing them and hashing their bytes took 0.5 s."""
-    previous, current = np.asarray(previous, np.int64), np.asarray(current, np.int64)
-    mapping = np.full(current.size, -1, np.int64)
-    position = {int(i): p for p, i in enumerate(previous)}
-    if len(position) == previous.size:
-        for c, i in enumerate(current):
-            p = position.pop(int(i), None)
-            if p is not None:
-                mapping[c] = p
-    rest_current = np.flatnonzero(mapping < 0)
-    rest_previous = np.setdiff1d(np.arange(previous.size), mapping[mapping >= 0])
-    if rest_current.size and rest_previous.size:
-        cost = l1_distances(rows[previous[rest_previous]].T, rows[current[rest_current]].T)
-        previous_index, current_index = linear_sum_assignment(cost)
-        mapping[rest_current[current_index]] = rest_previous[previous_index]
-    return mapping
+def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservoir, stream_time,
+                replaced_slots: set[int], excerpts=None) -> tuple:
+    """The steps in order over the statistics ``view``, continuing ``state`` (a
+    :class:`~streamtopics.lineage.RefreshState`); returns the snapshot and the timings of its
+    steps (see :meth:`~streamtopics.lineage.RefreshState.advance`)."""
+    config = state.config
+    t0 = time.perf_counter()
+    limits = read_statistics(view, config)
+    anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots)
+    t_anchors = time.perf_counter() - t0
+    result, warm = recover(view, anchors, limits, config, state, vocabulary)
+    t_refine = time.perf_counter()
+    result, refinement = refine(result, reservoir, limits, config)
+    t_refine = time.perf_counter() - t_refine
+    t1 = time.perf_counter()
+    snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)
+    t_describe = time.perf_counter()
+    describe(snapshot, reservoir, excerpts)
+    t_describe = time.perf_counter() - t_describe
+    timings = {
+        "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
+        "products_s": result.timings["products"], "solve_s": result.timings["solve"],
+        "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
+        "total_s": time.perf_counter() - t0,
+        "warm": warm, "iterations_mean": float(result.iterations.mean()),
+        "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
+    }
+    if refinement is not None:
+        timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
+                       refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps)
+    return snapshot, timings

@@ -10,8 +10,8 @@ import scipy.sparse as sp
 from streamtopics import StreamingTopicModel
 from streamtopics.cooccurrence import DenseCooccurrence
 from streamtopics.evaluation import matched_l1
+from streamtopics.anchor_selection import select_anchors
 from streamtopics.recovery import recover_topics
-from streamtopics.refresh import select_anchors
 from streamtopics.synthetic import (
     dirichlet_topic_covariance, population_cooccurrence, semi_synthetic, separable_topics,
 )

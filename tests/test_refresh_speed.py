@@ -13,7 +13,7 @@ from scipy.spatial.distance import cdist, pdist
 
 from streamtopics.alignment import l1_distances
 from streamtopics.l2_recovery import recover_l2
-from streamtopics.refresh import match_columns
+from streamtopics.warm_start import match_columns
 
 
 def hungarian(previous, current):
@@ -141,7 +141,7 @@ def test_a_singular_gram_matrix_does_not_leak_memory():
 def test_the_anchor_search_runs_blas_on_one_thread_and_gives_the_pool_back(monkeypatch):
     from threadpoolctl import threadpool_info
 
-    import streamtopics.refresh as refresh
+    import streamtopics.anchor_selection as refresh
     from streamtopics import StreamingTopicModel
     from streamtopics.synthetic import semi_synthetic, separable_topics
 

@@ -13,7 +13,7 @@ from streamtopics import StreamingTopicModel, Tokenizer, TopicSnapshot
 from streamtopics.alignment import align_topics, top_word_overlap
 from streamtopics.evaluation import matched_l1, relevance, top_word_ids
 from streamtopics.inference import infer_mixtures
-from streamtopics.refresh import select_anchors
+from streamtopics.anchor_selection import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
