@@ -47,7 +47,7 @@ def main() -> None:
     if args.child:
         one_process(args.child)
         return
-    from streamtopics.gpu import cuda_available
+    from streamtopics.device import cuda_available
 
     if not cuda_available():
         raise SystemExit("numba finds no CUDA device: nothing to measure")

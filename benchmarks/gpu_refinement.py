@@ -22,7 +22,7 @@ import numpy as np
 from benchmarks.common import machine
 from benchmarks.default_costs import PHASES
 from streamtopics import StreamingTopicModel
-from streamtopics.gpu import cuda_available, device_name
+from streamtopics.device import cuda_available, device_name
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .anchors import default_max_candidates, default_min_document_frequency
+from .device import DEVICE_MAX_COLUMNS
 from .forgetting import HALF_LIFE_UNITS
 from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
@@ -20,9 +21,6 @@ STATISTICS = ("exact", "sketch", "auto")
 #: 20,000 words) and sketches above it (BENCHMARKS.md, "Large vocabularies").
 SKETCH_ABOVE_WORDS = 20_000
 REFINE_DEVICES = ("cpu", "cuda", "auto")
-#: ``refine_device="cuda"``: the most columns (topics and the background) a GPU thread's local arrays hold
-#: (:mod:`~streamtopics.gpu`); more topics refine on the CPU.
-DEVICE_MAX_COLUMNS = 512
 #: ``reservoir_size="auto"``: the refinement's cost grows with its documents times the topics, so
 #: the reservoir is a fixed budget of topic-documents (16,000 documents at K = 100, the cost the
 #: defaults were measured with), between 16,000 and 50,000 documents: 50,000 for K <= 32, 32,000 at
@@ -209,18 +207,6 @@ class ModelConfig:
 
         size = self.resolved_sketch_size()
         return min(size, self.sketch_rank) if self.sketch_rank else default_sketch_rank(self.n_topics, size)
-
-    def resolved_refine_device(self, n_columns: int) -> str:
-        """``"cpu"`` or ``"cuda"`` for a refinement of ``n_columns`` columns (``refine_device``);
-        ``"cuda"`` without a device raises RuntimeError."""
-        if self.refine_device == "cpu":
-            return "cpu"
-        from .gpu import cuda_available
-
-        found = cuda_available()
-        if self.refine_device == "cuda" and not found:
-            raise RuntimeError("refine_device='cuda', but numba finds no CUDA device ('auto' falls back on the CPU)")
-        return "cuda" if found and n_columns <= DEVICE_MAX_COLUMNS else "cpu"
 
     def resolved_reservoir_size(self) -> int:
         """The refinement reservoir's capacity in documents (``reservoir_size``)."""

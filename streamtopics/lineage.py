@@ -3,27 +3,24 @@
 A :class:`RefreshState` holds the last snapshot, the warm-start coefficients, the next topic id,
 the significant topics, the missing topics still within their grace and the departed ones (dead,
 remembered so that a topic which comes back gets its id back). :meth:`RefreshState.advance`
-turns statistics and that state into the next snapshot (docs/design.md, "Anchor words" to "Topic
-identity"): anchors, warm-started recovery, seeded refinement, alignment of topic ids with the
-previous snapshot, and the births, deaths and changes between them. :class:`Lineage` is the part
+turns statistics and that state into the next snapshot by the steps of :mod:`~streamtopics.refresh`
+(anchors, warm-started recovery, seeded refinement, alignment, description); the alignment step is
+:meth:`RefreshState.publish` here: topic ids aligned with the previous snapshot, and the births,
+deaths and changes between them. :class:`Lineage` is the part
 another refresher may take over (the scale-out refresher of ``consumers.group`` does, round after
 round).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from .alignment import MissingTopic, align_topics
 from .config import ModelConfig
-from .describe import representative_documents, topic_coherence
 from .labels import LABEL_WORDS, SEPARATOR
-from .refinement import choose_alpha_scale, refine_topics
-from .refresh import match_columns, normalised_rows, recover_topics, select_anchors
+from .refresh import run_refresh
 from .snapshot import DISPLAY_RELEVANCE, TopicSnapshot
 from .vocabulary import Vocabulary
 
@@ -132,85 +129,14 @@ class RefreshState:
         anchor methods), refined over the ``reservoir`` documents if given, which also give its
         topics' coherence and representative documents (with the texts of ``excerpts``, a
         :class:`~streamtopics.describe.DocumentExcerpts`); returns it with the timings of its
-        steps. See :meth:`publish` for ``replaced_slots``."""
-        config = self.config
-        t0 = time.perf_counter()
-        ceiling = None if config.max_df is None else config.max_df * view.n_docs  # in (effective) documents
-        previous = None
-        if self.snapshot is not None and config.anchor_stickiness is not None:
-            previous = [i for i in (vocabulary.index.get(w) for w in self.snapshot.anchors)
-                        if i is not None and i not in replaced_slots]
-        anchors = select_anchors(view, config.n_topics, config.min_document_frequency(view.n_docs),
-                                 config.candidate_limit(), config.projection_dim, config.anchor_cleanup,
-                                 config.seed, method=config.anchor_method, tracker=tracker,
-                                 min_support=config.rp_min_support, max_df=ceiling,
-                                 previous=previous, stickiness=config.anchor_stickiness or 0.0,
-                                 rectify=config.anchor_rectification)
-        t_anchors = time.perf_counter() - t0
-        start = self._warm_start_point(view, anchors, vocabulary) if config.warm_start else None
-        background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling
-        result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
-                                background=config.recovers_background, background_words=background_words)
-        refinement = None
-        t_refine = time.perf_counter()
-        if reservoir is not None:
-            # the background is refined with the topics: both explain the reservoir's tokens
-            columns = (result.topic_word if result.background is None
-                       else np.column_stack([result.topic_word, result.background]))
-            refinement = refine_topics(columns, reservoir, config.refine_iterations, smoothing=config.refine_smoothing,
-                                       sweeps=config.refine_sweeps,
-                                       device=config.resolved_refine_device(columns.shape[1]))
-            topic_word = refinement.topic_word[:, : config.n_topics]
-            if background_words is not None and background_words.any():  # the smoothing gave them some
-                topic_word = topic_word.copy()
-                topic_word[background_words[: topic_word.shape[0]]] = 0.0
-                topic_word /= topic_word.sum(axis=0, keepdims=True)
-            shape = np.asarray(result.alpha, dtype=np.float64)
-            shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(result.prevalence)
-            scale, _ = choose_alpha_scale(topic_word, shape, refinement.held_out)
-            background = None if result.background is None else refinement.topic_word[:, config.n_topics]
-            result = dataclasses.replace(result, topic_word=topic_word, alpha=scale * shape, background=background)
-        t_refine = time.perf_counter() - t_refine
-        t1 = time.perf_counter()
-        snapshot = self.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
-        t_describe = time.perf_counter()
-        if reservoir is not None:
-            snapshot.coherence = topic_coherence(snapshot, reservoir)
-            snapshot.representatives = representative_documents(snapshot, reservoir, excerpts)
-        t_describe = time.perf_counter() - t_describe
-        timings = {
-            "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
-            "products_s": result.timings["products"], "solve_s": result.timings["solve"],
-            "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
-            "total_s": time.perf_counter() - t0,
-            "warm": start is not None, "iterations_mean": float(result.iterations.mean()),
-            "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
-        }
-        if refinement is not None:
-            timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
-                           refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps)
-        return snapshot, timings
-
-    def _warm_start_point(self, stats, anchors: np.ndarray, vocabulary: Vocabulary) -> np.ndarray | None:
-        """The previous solution with its columns reordered to follow the new anchors."""
-        if self.coefficients is None or self.snapshot is None:
-            return None
-        previous = np.array([vocabulary[w] for w in self.snapshot.anchors])
-        # each word's row read once: in a warm refresh most anchors are the previous ones
-        words, where = np.unique(np.concatenate([previous, anchors]), return_inverse=True)
-        mapping = match_columns(normalised_rows(stats, words), where[: previous.size], where[previous.size:])
-        coefficients = self.coefficients
-        extra = int(self.config.recovers_background)  # the background's column stays last
-        if coefficients.shape[1] != anchors.size + extra:
-            return None  # saved with the background setting the other way: start cold
-        if coefficients.shape[0] < stats.n_words:  # words admitted since: start them uniform
-            k = coefficients.shape[1]
-            coefficients = np.vstack([coefficients, np.full((stats.n_words - coefficients.shape[0], k), 1.0 / k)])
-        return coefficients[:, np.concatenate([mapping, np.arange(anchors.size, anchors.size + extra)])]
+        steps. See :meth:`publish` for ``replaced_slots``. The steps:
+        :func:`~streamtopics.refresh.run_refresh`."""
+        return run_refresh(self, view, tracker, vocabulary, n_docs, position, reservoir, stream_time, replaced_slots,
+                           excerpts)
 
     def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
                 replaced_slots: set[int] | None = None) -> TopicSnapshot:
-        """The snapshot of a :class:`~streamtopics.refresh.Recovery`: topic ids aligned with the
+        """The snapshot of a :class:`~streamtopics.recovery.Recovery`: topic ids aligned with the
         previous snapshot and the missing topics, events since it. ``replaced_slots``, the
         vocabulary slots given to another word since the previous snapshot, are left out of the
         alignment and the set is emptied (the new snapshot has their new words)."""

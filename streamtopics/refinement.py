@@ -6,7 +6,8 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 * E-step: each document's mixture gamma_d moves towards the minimiser of KL(f_d || A gamma_d)
   (:func:`~streamtopics.inference.infer_mixtures`), by a few multiplicative updates from the
   previous iteration's gamma_d (converging it from uniform every iteration cost several times
-  more and, on 20newsgroups, held out slightly worse), in float32 (:data:`SINGLE`);
+  more and, on 20newsgroups, held out slightly worse), in float32
+  (:data:`~streamtopics.kl_tem.SINGLE`; the step itself is :mod:`~streamtopics.kl_tem`);
 * M-step: ``A_jk <- A_jk * sum_d H_dj gamma_dk / (A gamma_d)_j``, then every column is
   renormalised. With token counts H_d as weights this is the EM step of the multinomial
   mixture likelihood ``sum_d sum_j H_dj log (A gamma_d)_j``, so the reservoir's own likelihood
@@ -48,6 +49,7 @@ V = 15,000).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
@@ -56,13 +58,12 @@ import numpy as np
 from numba import njit, prange
 
 from .collapsed import CollapsedShares
-from .cooccurrence import word_run_offsets
+from .device import refinement_device
 from .documents import DocumentBatch
 from .inference import REASSOCIATE, infer_mixtures
-from .prefetch import ROWS_AHEAD, prefetch_row
+from .kl_tem import WordMajor, kl_tem_step
 
 LOG_FLOOR = 1e-9  # probability floor when scoring: a word no topic holds costs log(1e-9)
-E_UPDATES = 5  # multiplicative mixture updates per KL-tEM E-step, warm-started (see kl_tem_step)
 HELD_UPDATES = 10  # updates of the held-out mixtures per iterate, from the last iterate's (refine_topics)
 HELD_TOLERANCE = 0.02  # nats per token: a dip of the held-out score smaller than this neither stops EM nor keeps
 # an earlier iterate (refine_topics)
@@ -79,12 +80,6 @@ DOCUMENT_PRIOR = 0.003  # CVB0's symmetric Dirichlet on the mixtures: on the qua
 # K = 50, alpha 0.03: 0.279 -> 0.266), and 0.01 or 0.001 no better; real text unchanged (`git show
 # 8e056d1:BENCHMARKS.md`, "A sparser document prior for CVB0")
 ALPHA_UPDATES = 10  # updates adapting the kept iterate's held-out mixtures to the published topics
-SINGLE = True  # the E-step's mixture updates in float32 (inference.infer_mixtures(single=True)): 1.6 times as
-# fast as float64. Only the E-step: the held-out mixtures, warm-started through every iterate, stay float64 (in
-# float32 their scores drifted by up to 4e-3 per token over 30 iterates on 20 Newsgroups, and the iterate kept on
-# the quality guard's stream moved from 30 to 22); with the E-step alone in float32 the guard's figures and kept
-# iterates were those of float64 (`git show 8e056d1:BENCHMARKS.md`, "What the defaults cost"). The M-step sums in
-# float64.
 
 
 class Reservoir:
@@ -286,96 +281,6 @@ def _log_likelihood(indptr, indices, counts, topic_word, gamma):
     return total, tokens
 
 
-@dataclass(frozen=True)
-class WordMajor:
-    """A batch's tokens grouped by word: ``docs[ptr[j]:ptr[j+1]]`` are the documents holding word
-    ``j``, ``counts`` their counts. The M-step runs over words in parallel on it: each word's row
-    of the new topic matrix is one thread's, so no two threads write the same entry and the sums
-    run in the same order whatever the number of threads."""
-    ptr: np.ndarray
-    docs: np.ndarray
-    counts: np.ndarray
-
-    @classmethod
-    def of(cls, batch: DocumentBatch, n_words: int) -> "WordMajor":
-        return cls(*_word_major(batch.indptr, batch.indices, batch.counts, n_words))
-
-
-@njit(cache=True, nogil=True)
-def _word_major(indptr, indices, counts, n_words):
-    """A counting sort of the entries by word, stable (each word's documents in order), in one
-    pass: :class:`WordMajor`'s arrays."""
-    ptr = word_run_offsets(indices, n_words)
-    fill = ptr[:-1].copy()
-    docs = np.empty(indices.size, np.int64)
-    out = np.empty(indices.size)
-    for d in range(indptr.size - 1):
-        for p in range(indptr[d], indptr[d + 1]):
-            q = fill[indices[p]]
-            docs[q] = d
-            out[q] = counts[p]
-            fill[indices[p]] += 1
-    return ptr, docs, out
-
-
-@njit(cache=True, nogil=True, parallel=True, fastmath=REASSOCIATE)
-def _m_step(ptr, docs, counts, topic_word, gamma, out):
-    """``out_jk = A_jk sum_d gamma_dk H_dj / (A gamma_d)_j``, one word per iteration: the sum over
-    the word's documents first, ``A_jk`` once at the end (one multiplication per entry less than
-    weighting every term by it: 1.3 times as fast at V = 15,000, K = 101, equal to 4e-15)."""
-    k = topic_word.shape[1]
-    flat = gamma.reshape(-1)
-    for j in prange(ptr.size - 1):
-        total = np.zeros(k)
-        for p in range(ptr[j], ptr[j + 1]):
-            if p + ROWS_AHEAD < ptr[j + 1]:
-                prefetch_row(flat, docs[p + ROWS_AHEAD], k)
-            d = docs[p]
-            fhat = 0.0
-            for a in range(k):
-                fhat += topic_word[j, a] * gamma[d, a]
-            if fhat <= 0.0:
-                continue
-            scale = counts[p] / fhat
-            for a in range(k):
-                total[a] += scale * gamma[d, a]
-        for a in range(k):
-            out[j, a] += topic_word[j, a] * total[a]
-
-
-def kl_tem_step(batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None, prior=None,
-                updates: int = E_UPDATES, smoothing: float = 0.0,
-                by_word: WordMajor | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """One E-step and M-step of KL-tEM over ``batch``; returns the new V x K topic matrix and the
-    mixtures. The E-step is ``updates`` multiplicative updates from ``mixtures`` (the previous
-    iteration's; None: from ``prior``): each update raises the same likelihood the M-step raises,
-    so a partial, warm-started E-step keeps EM monotone at a fraction of a converged one's cost.
-    ``smoothing`` is a pseudo-count added to every word of every topic in the M-step (MAP under
-    a symmetric Dirichlet(1 + smoothing) prior on the topics): EM on a sample otherwise drives the
-    topic's probability of every word the sample did not give it to exactly 0. ``by_word`` is
-    ``WordMajor.of(batch, V)``, built once for all the iterations over one batch."""
-    mixtures = infer_mixtures(batch, topic_word, prior, max_iter=updates, tol=1e-5, start=mixtures, single=SINGLE)
-    by_word = WordMajor.of(batch, topic_word.shape[0]) if by_word is None else by_word
-    out = np.zeros_like(topic_word)
-    _m_step(by_word.ptr, by_word.docs, by_word.counts, topic_word, mixtures, out)
-    return normalised_m_step(out, topic_word, smoothing), mixtures
-
-
-def normalised_m_step(out: np.ndarray, topic_word: np.ndarray, smoothing: float) -> np.ndarray:
-    """The M-step's sums ``out`` (in place) made the new topic matrix: ``smoothing`` added to
-    every used topic, columns normalised; a topic no document uses keeps ``topic_word``'s column.
-    In place over whole rows (boolean column selections copied the V x K matrix: 40 ms a step at
-    V = 15,000, K = 101)."""
-    if smoothing > 0:
-        out += np.where(out.sum(axis=0) > 0, smoothing, 0.0)
-    sums = out.sum(axis=0)
-    empty = sums <= 0
-    out /= np.where(empty, 1.0, sums)
-    if empty.any():
-        out[:, empty] = topic_word[:, empty]  # a topic no document uses keeps its seed column
-    return out
-
-
 @dataclass
 class HeldOut:
     """The held-out documents split for completion, with mixtures fitted on their observed halves."""
@@ -392,6 +297,35 @@ class Refinement:
     best_iteration: int = 0  # the iterate with the highest held-out score
     kept_iteration: int = 0  # the KL-tEM iterate kept: the latest within the tolerance of the best
     sweeps: int = 0  # CVB0 sweeps run from it (``topic_word`` is their result when > 0)
+
+
+def refine_recovery(recovery, reservoir: DocumentBatch, n_topics: int, background_words: np.ndarray | None,
+                    iterations: int, smoothing: float, sweeps: int, device_setting: str):
+    """The refresh's refinement step: the recovered topics (a :class:`~streamtopics.recovery.Recovery`)
+    refined over the ``reservoir`` (:func:`refine_topics`) and returned as a Recovery again, with
+    the :class:`Refinement` run.
+
+    The background is refined with the topics: both explain the reservoir's tokens. The words of
+    ``background_words`` (over the document-frequency ceiling) belong to the background alone, so
+    the share of them the smoothing gave the topics is taken back and the topics renormalised.
+    Recovery gives alpha's shape (its direction, or the prevalences where it is all 0); the scale
+    with the best held-out completion is chosen here (:func:`choose_alpha_scale`).
+    ``device_setting`` is ``refine_device`` (:func:`~streamtopics.device.refinement_device`)."""
+    columns = (recovery.topic_word if recovery.background is None
+               else np.column_stack([recovery.topic_word, recovery.background]))
+    refinement = refine_topics(columns, reservoir, iterations, smoothing=smoothing, sweeps=sweeps,
+                               device=refinement_device(device_setting, columns.shape[1]))
+    topic_word = refinement.topic_word[:, :n_topics]
+    if background_words is not None and background_words.any():  # the smoothing gave them some
+        topic_word = topic_word.copy()
+        topic_word[background_words[: topic_word.shape[0]]] = 0.0
+        topic_word /= topic_word.sum(axis=0, keepdims=True)
+    shape = np.asarray(recovery.alpha, dtype=np.float64)
+    shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(recovery.prevalence)
+    scale, _ = choose_alpha_scale(topic_word, shape, refinement.held_out)
+    background = None if recovery.background is None else refinement.topic_word[:, n_topics]
+    refined = dataclasses.replace(recovery, topic_word=topic_word, alpha=scale * shape, background=background)
+    return refined, refinement
 
 
 def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: int = 10, prior=None,

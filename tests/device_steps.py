@@ -19,7 +19,8 @@ from streamtopics.collapsed import CollapsedShares
 from streamtopics.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
 from streamtopics.model import StreamingTopicModel
-from streamtopics.refinement import HostRefinementSteps, WordMajor, _m_step, refine_topics
+from streamtopics.kl_tem import WordMajor, _m_step
+from streamtopics.refinement import HostRefinementSteps, refine_topics
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"

@@ -468,7 +468,7 @@ def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
 
 
 def test_refinement_smoothing_is_a_pseudo_count_in_the_m_step():
-    from streamtopics.refinement import kl_tem_step
+    from streamtopics.kl_tem import kl_tem_step
 
     rng = np.random.default_rng(21)
     batch = _random_batch(rng, 40, 30, max_len=6)

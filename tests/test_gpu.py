@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamtopics.gpu import cuda_available
+from streamtopics.device import cuda_available
 from streamtopics.model import StreamingTopicModel
 from streamtopics.synthetic import semi_synthetic, separable_topics
 

@@ -85,7 +85,7 @@ def test_a_dead_topic_keeps_the_label_it_had_when_last_seen():
     words = [w for w, _ in first.top_words(8, relevance=0.6)[lost]]
     label = first.label(lost)
     # the next refresh sees a snapshot where topic `lost` is gone
-    from streamtopics.refresh import recover_topics
+    from streamtopics.recovery import recover_topics
 
     view = model.statistics().view()
     anchors = np.array([model.vocabulary[w] for w in first.anchors[1:]])

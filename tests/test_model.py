@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from streamtopics import StreamingTopicModel
 from streamtopics.cooccurrence import DenseCooccurrence
 from streamtopics.evaluation import matched_l1
-from streamtopics.refresh import recover_topics, select_anchors
+from streamtopics.anchor_selection import select_anchors
+from streamtopics.recovery import recover_topics
 from streamtopics.synthetic import (
     dirichlet_topic_covariance, population_cooccurrence, semi_synthetic, separable_topics,
 )

@@ -9,7 +9,7 @@ import numpy as np
 from streamtopics import StreamingTopicModel
 from streamtopics.cooccurrence import DenseCooccurrence
 from streamtopics.rectification import candidate_block, rectified_rows, rectify
-from streamtopics.refresh import select_anchors
+from streamtopics.anchor_selection import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 
@@ -83,7 +83,7 @@ def test_rectified_search_finds_one_planted_anchor_per_topic():
 
 
 def test_the_model_searches_rectified_rows_unless_told_not_to(monkeypatch):
-    import streamtopics.refresh as refresh
+    import streamtopics.anchor_selection as refresh
 
     truth = separable_topics(400, 8, anchor_mass=0.05, seed=5)
     docs, _ = semi_synthetic(truth.topic_word, 1500, alpha=0.1, doc_length=80, seed=1)

@@ -9,7 +9,8 @@ from scipy.spatial.distance import cdist
 
 from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1, matched_l1_per_topic
-from streamtopics.refresh import recover_topics, select_anchors
+from streamtopics.anchor_selection import select_anchors
+from streamtopics.recovery import recover_topics
 from streamtopics.swimmer import swimmer_corpus, swimmer_limb_topics
 from streamtopics.synthetic import semi_synthetic, separable_topics
 from streamtopics.trackers import RandomProjectionTracker, n_projections_for_topics
