@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .anchors import default_max_candidates, default_min_document_frequency
 from .device import DEVICE_MAX_COLUMNS
 from .forgetting import HALF_LIFE_UNITS
-from .refresh import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
+from .anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
 STATISTICS = ("exact", "sketch", "auto")
 #: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at

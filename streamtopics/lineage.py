@@ -47,7 +47,6 @@ class RefreshState:
         self.snapshot: TopicSnapshot | None = None
         self.coefficients: np.ndarray | None = None
         self.next_topic_id = 0
-        self.absorbed_at_refresh = 0  # documents absorbed when a refresh last ran (or was skipped)
         self.significant: set[int] = set()
         self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
         self.departed: dict[int, MissingTopic] = {}  # announced dead, oldest first: a return keeps its id
@@ -144,7 +143,6 @@ class RefreshState:
         anchors = [vocabulary.words[w] for w in result.anchors]
         alignment = self._align(previous, result.topic_word, anchors, replaced_slots)
         self.coefficients = result.coefficients
-        self.absorbed_at_refresh = n_docs
         snapshot = TopicSnapshot(
             version=1 if previous is None else previous.version + 1,
             documents_seen=n_docs,

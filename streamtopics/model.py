@@ -28,7 +28,7 @@ from .ingest import TEXT_BATCH, Ingest, RejectHandler
 from .lineage import Lineage, RefreshState
 from .persistence import load_model, save_model
 from .drift import DriftMonitor
-from .refresh import NotEnoughCandidatesError
+from .anchor_selection import NotEnoughCandidatesError
 from .schedule import RefreshSchedule
 from .sketch import SketchedCooccurrence
 from .snapshot import TopicSnapshot
@@ -62,7 +62,7 @@ class StreamingTopicModel:
         Candidate rows are randomly projected to this many dimensions when the vocabulary is
         larger (None: never).
     anchor_method
-        How anchors are selected (:func:`~streamtopics.refresh.select_anchors`):
+        How anchors are selected (:func:`~streamtopics.anchor_selection.select_anchors`):
         ``"fastanchors"`` (default; FastAnchorWords over the frequent words), ``"rp"`` (Ding et
         al.'s random-projection trackers, their candidates clustered into K groups) or
         ``"hybrid"`` (FastAnchorWords over the trackers' candidates only). ``"rp"`` and
@@ -172,7 +172,7 @@ class StreamingTopicModel:
         Recover a background distribution next to the K topics (``snapshot.background``): the
         unigram distribution joins the anchors as one more pseudo-anchor, and the part of each
         word it explains leaves the topics, so words common to every document do not lead every
-        topic (:func:`~streamtopics.refresh.recover_topics`). Default True; used with
+        topic (:func:`~streamtopics.recovery.recover_topics`). Default True; used with
         ``recovery="l2"`` (RecoverKL recovers the topics alone).
     birth_grace
         Refreshes a topic new after the first snapshot must last before its birth is announced

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# config, model and river import these from here; they live in anchor_selection
-from .anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT, NotEnoughCandidatesError  # noqa: F401
 from .anchor_selection import select_anchors
 from .describe import representative_documents, topic_coherence
 from .recovery import Recovery, recover_topics

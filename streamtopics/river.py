@@ -30,7 +30,7 @@ except ImportError as error:  # `river` resolved to this very file
 from . import inference
 from .config import ModelConfig, default
 from .model import StreamingTopicModel
-from .refresh import NotEnoughCandidatesError
+from .anchor_selection import NotEnoughCandidatesError
 from .schedule import RefreshSchedule
 from .snapshot import TopicSnapshot
 

@@ -177,7 +177,7 @@ def test_window_keeps_only_the_last_documents():
     p, *_ = reference(docs[-150:])
     expected = p @ rounded_test_matrix()
     np.testing.assert_allclose(stats.sketch, expected, atol=1e-10 * np.abs(expected).max())
-    assert model.ingest.active_view(stats.view(), None).n_docs == 150
+    assert model.ingest.statistics.refresh_view(model.config).n_docs == 150
 
 
 def test_open_vocabulary_growth_and_retirement():
