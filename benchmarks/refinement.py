@@ -22,7 +22,8 @@ import numpy as np
 
 from streamtopics.documents import DocumentBatch
 from streamtopics.model import StreamingTopicModel
-from streamtopics.refinement import Reservoir, completion_log_likelihood, split_for_completion
+from streamtopics.refinement import completion_log_likelihood, split_for_completion
+from streamtopics.reservoir import Reservoir
 
 
 def heldout_ll(heldout, topic_word) -> float:

@@ -44,8 +44,9 @@ def _setting(default, doc: str):
 
 @dataclass
 class ModelConfig:
-    """The settings of a :class:`~streamtopics.model.StreamingTopicModel` (its docstring explains
-    each at length). Checked and normalised on construction: a bad value raises ValueError."""
+    """The settings of a :class:`~streamtopics.model.StreamingTopicModel` (docs/configuration.md,
+    "Settings at length", explains each). Checked and normalised on construction: a bad value
+    raises ValueError."""
 
     n_topics: int = _setting(20, "Number of topics K.")
     vocabulary_size: int = _setting(10_000, "Words kept when the vocabulary is learned.")

@@ -2,7 +2,7 @@
 their representative documents.
 
 Both are computed at refresh time over the refinement reservoir (a bounded sample of the stream,
-:class:`~streamtopics.refinement.Reservoir`) and never on the ingest path: ingest computes no
+:class:`~streamtopics.reservoir.Reservoir`) and never on the ingest path: ingest computes no
 topic mixtures (the drift monitor aside, which is off by default), and inferring every document's
 mixture there would cost more than the co-occurrence update itself. The refresh already holds the
 reservoir; one inference pass over ``POOL`` of its documents (at most ``MIXTURE_UPDATES``
@@ -64,7 +64,7 @@ def _shown_key(key):
 
 
 class DocumentExcerpts:
-    """Key and text excerpt of the documents a :class:`~streamtopics.refinement.Reservoir` of the
+    """Key and text excerpt of the documents a :class:`~streamtopics.reservoir.Reservoir` of the
     same ``capacity`` and ``kind`` keeps, by key hash (see the module docstring).
 
     >>> excerpts = DocumentExcerpts(capacity=2, kind="uniform")

@@ -32,7 +32,7 @@ from .documents import (
 )
 from .open_vocabulary import OpenVocabulary
 from .pending import PendingDocuments
-from .refinement import Reservoir
+from .reservoir import Reservoir
 from .sketch import SketchedCooccurrence
 from .statistics import Statistics
 from .text import DEFAULT_PATTERN, Tokenizer

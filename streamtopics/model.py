@@ -52,160 +52,36 @@ class StreamingTopicModel:
         the vocabulary is learned from the first ``warmup_documents`` documents (the
         ``vocabulary_size`` words of highest document frequency) and then frozen; those
         documents are absorbed once it is built, so none is lost.
-    anchor_min_df
-        Documents a word must occur in to be a candidate anchor; ``"auto"`` grows with the
-        stream (:func:`~streamtopics.anchors.default_min_document_frequency`).
-    max_anchor_candidates
-        At most this many candidates (the most frequent) enter the anchor search; ``"auto"``
-        (default): ``max(1000, 20 K)`` (:func:`~streamtopics.anchors.default_max_candidates`).
-    projection_dim
-        Candidate rows are randomly projected to this many dimensions when the vocabulary is
-        larger (None: never).
-    anchor_method
-        How anchors are selected (:func:`~streamtopics.anchor_selection.select_anchors`):
-        ``"fastanchors"`` (default; FastAnchorWords over the frequent words), ``"rp"`` (Ding et
-        al.'s random-projection trackers, their candidates clustered into K groups) or
-        ``"hybrid"`` (FastAnchorWords over the trackers' candidates only). ``"rp"`` and
-        ``"hybrid"`` keep a :class:`~streamtopics.trackers.RandomProjectionTracker` (V x
-        ``n_projections`` float64) updated with every document.
-    anchor_stickiness
-        Sticky anchors (``"fastanchors"``): each refresh starts from the previous anchors and
-        replaces one only by a word at least ``1 + anchor_stickiness`` times as far from the
-        span of the others (:func:`~streamtopics.anchors.fast_anchor_words`), so topics keep
-        their anchors, and their ids, unless the stream really moved; a previous anchor also stays
-        a candidate down to half the document-frequency floor. Default None (anchors chosen
-        afresh at every refresh): on Gibbs-truth streams 0.1 halved the births and deaths but
-        raised the matched L1 (``git show 8e056d1:BENCHMARKS.md``, "Topic identity").
-    anchor_rectification
-        ``"fastanchors"`` searches the anchors among the candidates' rows of their co-occurrence
-        block rectified by this many alternating-projection steps onto the rank-K positive
-        semi-definite, sum-one, non-negative matrices (Lee, Bindel & Mimno 2015;
-        :mod:`~streamtopics.rectification`). Default 5; 0: the raw (projected) full rows, as
-        before. On Gibbs-truth streams it kept the anchors of a stationary stream from flipping
-        between refreshes (``git show 8e056d1:BENCHMARKS.md``, "Rectified anchor search").
-    n_projections
-        Random directions P of the tracker (None: ``n_projections_for_topics(n_topics)``).
-    rp_min_support
-        Fraction of the documents seen a word must occur in to be a tracker candidate (and at
-        least the ``anchor_min_df`` documents).
-    recovery
-        ``"l2"`` (default) or ``"kl"``.
-    warm_start
-        Start every word's solve from the previous refresh's solution.
-    match_threshold
-        A new topic keeps an old topic's id when their L1 distance is below this fraction of the
-        median distance between distinct old topics (:mod:`~streamtopics.alignment`).
-    change_threshold
-        A kept topic whose L1 distance moved by at least this much is reported as a change.
-    refresh_every
-        Refresh automatically after every this many absorbed documents (None: only on demand).
-    refresh_every_stream_seconds, refresh_every_wall_seconds
-        Also refresh automatically after this many seconds of stream time (the ``stream_time``
-        given to :meth:`learn_one`) or of wall time (:class:`~streamtopics.schedule.RefreshSchedule`).
-        The old ``refresh_every_seconds`` with ``refresh_clock`` still work, with a warning.
-    drift_threshold
-        Also refresh when the held-out fit of recent documents against the current snapshot
-        drops by this many nats per token (:class:`~streamtopics.drift.DriftMonitor`; None: off).
-    refresh_in_background
-        Automatic refreshes run with :meth:`refresh_async` (ingestion goes on meanwhile).
-    half_life, half_life_unit
-        Exponential forgetting (docs/design.md, "Forgetting, windows, open vocabularies"): a
-        document's weight in every sum halves each ``half_life`` documents absorbed after it
-        (``half_life_unit="documents"``, the default) or each ``half_life`` seconds of stream time
-        (``"stream"``: documents are dated by the ``stream_time`` given to
-        :meth:`learn_one`/:meth:`learn_many`; one without a time, or older than the latest seen,
-        takes the latest seen); done lazily, so ingestion stays O(document)
-        (:class:`~streamtopics.forgetting.DecayClock`). None (default): exact sums. With
-        ``anchor_method="rp"``/``"hybrid"`` the trackers forget with the same clock.
-    window
-        Sliding window (issue 4): the sums cover only the last ``window`` documents, each
-        subtracted when it leaves (:mod:`~streamtopics.window`; keeps those documents, so memory
-        grows with W). Not with ``half_life``.
-    cooccurrence, sketch_size, sketch_rank
-        The co-occurrence statistics: ``"exact"`` (the packed V x V sums, V(V+1)/2 float64),
-        ``"sketch"`` (a linear sketch whose memory grows linearly in V, read through a rank
-        ``sketch_rank`` view at refresh: :mod:`~streamtopics.sketch`) or ``"auto"`` (default:
-        exact up to 20,000 words, the sketch above; an open vocabulary counts its
-        ``max_vocabulary``). ``sketch_size`` columns (default ``max(200, 4 n_topics)``). Models
-        merge only with models of the same kind, seed and sketch size.
-    activity_half_life
-        With forgetting, only words whose document frequency decayed with this shorter
-        half-life (same unit; default ``half_life / 8``) passes the candidate threshold, rescaled, can be
-        anchors, so a topic that stopped leaves the candidates quickly
-        (:mod:`~streamtopics.forgetting`).
-    min_prevalence
-        When positive, births and deaths are those of *significant* topics: an id is born when
-        its prevalence reaches this floor and dies when it falls below half of it or vanishes; minor
-        topics (e.g. a spare topic slot picking up noise) make no birth or death events. 0
-        (default): every new id is a birth and every vanished id a death.
-    refine_iterations
-        Seeded refinement (docs/design.md, "Refinement"; :mod:`~streamtopics.refinement`): after
-        recovery, at most this many KL-tEM iterations (it stops once the held-out likelihood has
-        passed its peak) over a reservoir of ``reservoir_size`` documents (the most recent ones
-        with forgetting on, else a uniform sample of the stream:
-        :class:`~streamtopics.refinement.Reservoir`), keeping the iterate with the best held-out
-        likelihood (never worse than the recovered topics), and Dirichlet alpha's scale chosen by
-        held-out likelihood. Default 30 iterations (0: off) over ``reservoir_size="auto"``
-        documents: 1,600,000 / K, between 16,000 and 50,000 (16,000 at K = 100, 50,000 for
-        K <= 32), a fixed budget of topic-documents, since the refinement's cost grows with both.
-        Chosen on Gibbs-truth streams and real splits (BENCHMARKS.md, "Topic quality against
-        gensim, scikit-learn and tomotopy"): it is what brings the topics close to a batch Gibbs
-        fit (more documents, closer), and most of a refresh's cost (6.5 of a 9.6 s warm refresh
-        at V = 15,000, K = 100: BENCHMARKS.md, "Refresh").
-    refine_smoothing
-        Pseudo-count added to every word of every topic in the refinement's M-step (default
-        0.01): without it EM zeroes the words a topic's sample lacks and the held-out score stops
-        it after one or two iterations (:mod:`~streamtopics.refinement`). CVB0's beta too.
-    refine_sweeps
-        Sweeps of sparse CVB0 (LDA's collapsed variational updates, :mod:`~streamtopics.collapsed`)
-        over the same documents after KL-tEM, from the topics it kept (default 5; 0: KL-tEM
-        alone). KL-tEM fits a mixture of multinomials, whose optimum on short documents lies away
-        from LDA's topics; CVB0 keeps LDA's priors and lowered the matched L1 to Gibbs truths in
-        every cell of the quality protocol (``git show 8e056d1:BENCHMARKS.md``, "CVB0 after
-        KL-tEM"), at a cost that grows with the reservoir's entries times K.
-    refine_device
-        Where the refinement runs: ``"cpu"`` (default), ``"cuda"`` (a CUDA device through numba:
-        the E-steps, M-steps and CVB0 sweeps, one GPU thread per document or word,
-        :mod:`~streamtopics.gpu`; at most 511 topics; the topics equal the CPU's to rounding) or
-        ``"auto"`` (``"cuda"`` where numba finds a device, else the CPU).
-    background_topic
-        Recover a background distribution next to the K topics (``snapshot.background``): the
-        unigram distribution joins the anchors as one more pseudo-anchor, and the part of each
-        word it explains leaves the topics, so words common to every document do not lead every
-        topic (:func:`~streamtopics.recovery.recover_topics`). Default True; used with
-        ``recovery="l2"`` (RecoverKL recovers the topics alone).
-    birth_grace
-        Refreshes a topic new after the first snapshot must last before its birth is announced
-        (with its words as they are then); one that vanishes sooner makes no event at all. 0:
-        births are announced at once. Default 1.
-    burn_in
-        A young stream's topics still form: from the first snapshot, events wait up to
-        ``burn_in`` refreshes (snapshots say ``forming``), fewer once 80% of the anchors hold
-        between two refreshes; the refresh that ends the burn-in announces the topics present
-        then as births. Default 4; 0: the first snapshot announces its topics.
-    death_grace
-        Refreshes a topic may stay absent before its death is announced: one that returns
-        within them (matched by anchor, L1 or top words to its last appearance) keeps its id and
-        makes no event. 0: a topic missing from one snapshot dies at once. Default 2.
-    max_df
-        A document-frequency ceiling (a fraction of the documents, 0 to 1): words in more of them
-        are never anchors and belong to the background alone (a data-driven stop list for mail
-        or newswire boilerplate such as "writes", "said", "reuter"). Needs ``background_topic``.
-        None (default): no ceiling.
-    max_vocabulary
-        Open vocabulary (:mod:`~streamtopics.open_vocabulary`): unknown words are counted by a
-        space-saving sketch of ``vocabulary_sketch_size`` counters and a word found in at least
-        ``admit_df`` documents joins the vocabulary, up to this many words (None: the vocabulary
-        stays fixed). With forgetting on, a full vocabulary makes room by retiring words whose
-        decayed document frequency fell below ``retire_df`` (default ``admit_df / 4``). Needs
-        ``anchor_method="fastanchors"``.
-    history_size
-        Records kept by :attr:`history` (:class:`~streamtopics.history.TopicHistory`).
-    batch_size
-        Documents buffered before the ingest kernel runs; results do not depend on it.
+    tokenizer
+        A :class:`~streamtopics.text.Tokenizer` (stop words, mail headers); the default one if None.
     on_reject
         Called as ``on_reject(rejection, document, key)`` for each rejected document (e.g. to
         route it to a dead-letter topic). Rejections are also counted in :attr:`rejections`.
+    **settings
+        Any setting of :class:`~streamtopics.config.ModelConfig`, where each has its default and a
+        one-line doc; docs/configuration.md ("Settings at length") explains each and why its
+        default is what it is. The ones most often set:
+
+        - ``refresh_every``, ``refresh_every_stream_seconds``, ``refresh_every_wall_seconds``,
+          ``drift_threshold``, ``refresh_in_background``: refresh by itself after that many
+          absorbed documents, seconds of stream time (the ``stream_time`` given to
+          :meth:`learn_one`) or of wall time, or when the held-out fit drops
+          (:class:`~streamtopics.schedule.RefreshSchedule`); in a background thread. Default:
+          only on demand (:meth:`refresh`).
+        - ``half_life`` (``half_life_unit``: ``"documents"`` or ``"stream"`` seconds) or
+          ``window``: forget old documents, exponentially and lazily or by a sliding window.
+        - ``anchor_method``: ``"fastanchors"`` (default), ``"rp"`` or ``"hybrid"`` (Ding et al.'s
+          random-projection trackers, :mod:`~streamtopics.anchor_selection`).
+        - ``refine_iterations``, ``refine_sweeps``, ``reservoir_size``, ``refine_device``: the
+          seeded refinement over a reservoir of documents after recovery (KL-tEM, then CVB0
+          sweeps; :mod:`~streamtopics.refinement`), most of a refresh's cost and what brings
+          the topics close to a batch Gibbs fit.
+        - ``max_vocabulary``: an open vocabulary that admits new words (and, with forgetting,
+          retires faded ones).
+        - ``cooccurrence``: exact sums or, above 20,000 words, a sketch whose memory grows
+          linearly in V.
+        - ``burn_in``, ``birth_grace``, ``death_grace``, ``min_prevalence``,
+          ``match_threshold``: when births, deaths and changes are announced.
 
     Attributes
     ----------

@@ -15,7 +15,7 @@ from streamtopics.history import TopicHistory
 from streamtopics.model import StreamingTopicModel
 from streamtopics.drift import DriftMonitor
 from streamtopics.schedule import RefreshSchedule
-from streamtopics.refinement import Reservoir
+from streamtopics.reservoir import Reservoir
 from streamtopics.trackers import RandomProjectionTracker
 
 
@@ -504,7 +504,7 @@ def test_model_with_refinement_and_alpha_scale(tmp_path):
 
 
 def test_uniform_reservoir_is_bounded_and_order_independent():
-    from streamtopics.refinement import Reservoir
+    from streamtopics.reservoir import Reservoir
 
     rng = np.random.default_rng(15)
     docs = [(np.array([i % 7, 7 + i % 5], np.int32), np.array([1.0, 2.0]), int(h))
@@ -521,7 +521,7 @@ def test_uniform_reservoir_is_bounded_and_order_independent():
 
 
 def test_merged_uniform_reservoirs_hold_the_whole_streams_sample():
-    from streamtopics.refinement import Reservoir
+    from streamtopics.reservoir import Reservoir
 
     rng = np.random.default_rng(16)
     docs = [(np.array([i % 7], np.int32), np.array([1.0]), int(h)) for i, h in enumerate(rng.integers(0, 2**63, 400))]
