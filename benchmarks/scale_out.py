@@ -107,7 +107,7 @@ def throughput(n_workers: int, docs: int, vocabulary_size: int, topics: int, wor
     ends = end_offsets(broker, topic, 4)
     config = ConsumerConfig(bootstrap_servers=broker.bootstrap_servers, topics=[topic], group_id=unique("group"),
                             n_topics=topics, vocabulary=str(vocabulary_file), poll_records=500,
-                            checkpoint_every_messages=0, checkpoint_every_seconds=2.0, log_every_seconds=0)
+                            checkpoint_every_messages=0, checkpoint_every_wall_seconds=2.0, log_every_seconds=0)
     config_path = workdir / f"config-{n_workers}.json"
     config_path.write_text(json.dumps(config.to_dict(redact=False)))
     store = DirectoryStateStore(workdir / f"store-{n_workers}")

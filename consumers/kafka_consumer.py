@@ -165,9 +165,9 @@ class TopicModelConsumer:
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
         # the schedule resumes from the last refresh saved in the state, like the statistics
-        self._refresh = Every(config.refresh_every_documents, config.refresh_every_seconds,
+        self._refresh = Every(config.refresh_every_documents, config.refresh_every_wall_seconds,
                               self.model.lineage.absorbed_at_refresh)
-        self._checkpoint_due = Every(config.checkpoint_every_messages, config.checkpoint_every_seconds)
+        self._checkpoint_due = Every(config.checkpoint_every_messages, config.checkpoint_every_wall_seconds)
         self._checkpoint_retry_at = 0.0
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)

@@ -393,7 +393,7 @@ def test_the_offset_commit_is_bounded_while_the_broker_is_down(kafka_broker, cor
     create_topic(kafka_broker, topic, partitions=1)
     produce(kafka_broker, topic, corpus_messages(corpus))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, flush_timeout_s=60.0,
-                         checkpoint_every_messages=0, checkpoint_every_seconds=0.0)
+                         checkpoint_every_messages=0, checkpoint_every_wall_seconds=0.0)
     service, thread = start_in_thread(config, absorbed=N_DOCS, timeout=120)
     try:
         kafka_broker.stop()
@@ -426,7 +426,7 @@ def test_corrupt_latest_checkpoint_falls_back_and_reconsumes(kafka_broker, corpu
     first = 1200
     produce(kafka_broker, topic, corpus_messages(corpus[:first]))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, checkpoint_every_messages=0,
-                         checkpoint_every_seconds=0.0)  # only the final checkpoint of each run
+                         checkpoint_every_wall_seconds=0.0)  # only the final checkpoint of each run
     run_consumer(config)
     produce(kafka_broker, topic, corpus_messages(corpus[first:]))
     run_consumer(config)
