@@ -7,7 +7,7 @@ cost as the number of partial states grows; a projection for 8 and 32 workers fr
     python -m benchmarks.scale_out --part throughput --docs 8000
 
 Throughput: 20newsgroups posts produced to a 4-partition topic first; N worker processes
-(``python -m consumers.group worker``) are started, and the clock runs from the moment every
+(``python -m consumers.cli group worker``) are started, and the clock runs from the moment every
 worker has its partitions to the moment the store's partial checkpoints cover every offset
 (checkpoints every 2 s, so the figure includes checkpoint cost and up to 2 s of checkpoint lag).
 
@@ -116,7 +116,7 @@ def throughput(n_workers: int, docs: int, vocabulary_size: int, topics: int, wor
     for i, log in enumerate(logs):
         with open(log, "wb") as handle:
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "consumers.group", "worker", "--config", str(config_path), "--store",
+                [sys.executable, "-m", "consumers.cli", "group", "worker", "--config", str(config_path), "--store",
                  str(store.root), "--member", f"w{i}"], cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
                 env=dict(os.environ, PYTHONUNBUFFERED="1")))
     try:

@@ -30,8 +30,8 @@ Topology (docs/design.md, "State, checkpoints, several consumers"; docs/scale-ou
 as child processes (:func:`run_group`). The same command on several machines, pointing at one
 store on a shared file system, forms one group: workers are named ``<member prefix>-<i>``
 (the prefix defaults to the host name), so each machine's workers keep their own partial states
-and get them back when restarted there. ``streamtopics group worker|refresher`` (or ``python -m
-consumers.group ...``) runs one role by hand (:mod:`consumers.cli.group`).
+and get them back when restarted there. ``streamtopics group worker|refresher`` runs one role by
+hand (:mod:`consumers.cli.group`).
 """
 
 from __future__ import annotations
@@ -389,8 +389,3 @@ def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None
     status = status or refresher.wait()
     return status
 
-
-if __name__ == "__main__":  # ``python -m consumers.group ROLE``: the same as ``streamtopics group ROLE``
-    from .cli.group import group
-
-    group(prog_name="python -m consumers.group")

@@ -35,12 +35,12 @@ PARTITIONS = 6
 
 
 class Role:
-    """``python -m consumers.group ROLE ...`` as a child process, output in a log file."""
+    """``python -m consumers.cli group ROLE ...`` as a child process, output in a log file."""
 
     def __init__(self, role: str, config: Path, store: Path, log_path: Path, member: str | None = None,
                  interval: float = 1.0):
         self.log_path = log_path
-        args = [sys.executable, "-m", "consumers.group", role, "--config", str(config), "--store", str(store)]
+        args = [sys.executable, "-m", "consumers.cli", "group", role, "--config", str(config), "--store", str(store)]
         args += ["--member", member] if member else ["--interval", str(interval)]
         with open(log_path, "ab") as log:
             log.write(f"=== start {' '.join(args)}\n".encode())
