@@ -297,13 +297,13 @@ class TopicModelConsumer:
                 if record.offset < self.positions.get(position, 0):
                     continue  # already in the statistics: never count a document twice
                 self._messages += 1
-                decoded = self.decoder.decode(record.value, record.key)
+                decoded = self.decoder.decode_record(record)
                 if isinstance(decoded, Rejection):
                     self.driver.absorb()
                     self._reject_message(decoded, record)
                 else:
                     self._in_flight.append(_InFlight(record, decoded.document, decoded.key))
-                    self.driver.queue(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
+                    self.driver.queue(decoded.document, decoded.key, decoded.timestamp)
                 self.positions[position] = record.offset + 1
             self._ranges.extend(position, self.positions[position])
         self.driver.absorb()
@@ -486,13 +486,6 @@ class TopicModelConsumer:
         own = self.role.start_offset(tp.topic, tp.partition, self.positions.get((tp.topic, tp.partition)))
         return start_offset(self._consumer, tp, own, self.store.member_id, self.config.auto_offset_reset,
                             timeout_ms=int(self.config.flush_timeout_s * 1000))
-
-
-def _document_time(document_time: float | None, record_ms: int) -> float | None:
-    """A document's time: its own, else its record's (Kafka timestamps are milliseconds)."""
-    if document_time is not None:
-        return document_time
-    return record_ms / 1000 if record_ms >= 0 else None
 
 
 def _position_json(positions: Offsets) -> dict:
