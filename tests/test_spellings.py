@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+from pathlib import Path
 
 import click
 import pytest
@@ -148,3 +149,13 @@ def test_an_unknown_model_option_fails_before_kafka(monkeypatch):
 def test_an_unknown_consumer_setting_is_named_with_the_nearest():
     with pytest.raises(ValueError, match=re.escape("unknown consumer setting: 'n_topic' (did you mean 'n_topics'?)")):
         ConsumerConfig.from_dict({"topics": ["news"], "n_topic": 3})
+
+
+def test_the_documentation_shows_only_the_spellings_of_now():
+    root = Path(__file__).resolve().parent.parent
+    former = sorted({old for _, old, _, _ in RENAMED})
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            if "streamtopics " in line or "STREAMTOPICS_" in line:
+                for old in former:
+                    assert not re.search(re.escape(old) + r"(?![\w-])", line), f"{page.name}:{number}: {old}"
