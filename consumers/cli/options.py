@@ -1,5 +1,9 @@
 """Options shared by several commands (how to read an archive, the model's settings, what the
-topics are made of, --serve) and the live monitoring service that --serve starts."""
+topics are made of, --serve) and the live monitoring service that --serve starts.
+
+A model setting has one spelling in every command, its ModelConfig field's (:func:`model_option`:
+``--n-topics``, with ModelConfig's default and help); a former spelling (``--topics``) is still
+accepted by a :class:`Command`, with a one-line deprecation message, and hidden from --help."""
 
 from __future__ import annotations
 
