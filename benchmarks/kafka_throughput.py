@@ -188,7 +188,7 @@ class Bench:
                               n_topics=20, vocabulary=str(self.work / "vocabulary.txt"),
                               checkpoint_dir=str(self.work / name), poll_records=self.poll_records,
                               refresh_every_documents=0, checkpoint_every_messages=0,
-                              checkpoint_every_seconds=0.0, log_every_seconds=0)
+                              checkpoint_every_wall_seconds=0.0, log_every_seconds=0)
 
     def in_process(self) -> None:
         self.reference = None

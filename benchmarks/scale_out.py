@@ -7,7 +7,7 @@ cost as the number of partial states grows; a projection for 8 and 32 workers fr
     python -m benchmarks.scale_out --part throughput --docs 8000
 
 Throughput: 20newsgroups posts produced to a 4-partition topic first; N worker processes
-(``python -m consumers.group worker``) are started, and the clock runs from the moment every
+(``python -m consumers.cli group worker``) are started, and the clock runs from the moment every
 worker has its partitions to the moment the store's partial checkpoints cover every offset
 (checkpoints every 2 s, so the figure includes checkpoint cost and up to 2 s of checkpoint lag).
 
@@ -107,7 +107,7 @@ def throughput(n_workers: int, docs: int, vocabulary_size: int, topics: int, wor
     ends = end_offsets(broker, topic, 4)
     config = ConsumerConfig(bootstrap_servers=broker.bootstrap_servers, topics=[topic], group_id=unique("group"),
                             n_topics=topics, vocabulary=str(vocabulary_file), poll_records=500,
-                            checkpoint_every_messages=0, checkpoint_every_seconds=2.0, log_every_seconds=0)
+                            checkpoint_every_messages=0, checkpoint_every_wall_seconds=2.0, log_every_seconds=0)
     config_path = workdir / f"config-{n_workers}.json"
     config_path.write_text(json.dumps(config.to_dict(redact=False)))
     store = DirectoryStateStore(workdir / f"store-{n_workers}")
@@ -116,7 +116,7 @@ def throughput(n_workers: int, docs: int, vocabulary_size: int, topics: int, wor
     for i, log in enumerate(logs):
         with open(log, "wb") as handle:
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "consumers.group", "worker", "--config", str(config_path), "--store",
+                [sys.executable, "-m", "consumers.cli", "group", "worker", "--config", str(config_path), "--store",
                  str(store.root), "--member", f"w{i}"], cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
                 env=dict(os.environ, PYTHONUNBUFFERED="1")))
     try:

@@ -12,11 +12,13 @@ Strings (environment, CLI) are coerced to each field's type by :func:`coerce`.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+import warnings
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 
 from streamtopics import StreamingTopicModel
@@ -24,6 +26,7 @@ from streamtopics import config as model_config
 from streamtopics.text import configured_tokenizer
 
 from .messages import FORMATS, MessageDecoder
+from .renames import deprecated
 
 ENV_PREFIX = "STREAMTOPICS_"
 #: The text options' help, shared with the replay's options (:mod:`consumers.cli.options`).
@@ -39,7 +42,8 @@ SECURITY_SETTINGS = (
 
 
 def _option(default, help: str, **cli):
-    """A config field: its default, its help text and how the CLI spells it (``cli``)."""
+    """A config field: its default, its help text and how the CLI spells it (``cli``: ``flag``,
+    ``choices``; ``old``: the field's former name, still accepted with a deprecation message)."""
     factory = {"default_factory": lambda: type(default)()} if isinstance(default, (list, dict)) else {"default": default}
     return field(**factory, metadata={"help": help, **cli})
 
@@ -47,8 +51,6 @@ def _option(default, help: str, **cli):
 def _model_option(name: str):
     """A config field that is a model setting: its default and help are the model's own."""
     return _option(model_config.default(name), model_config.doc(name))
-
-
 
 
 @dataclass
@@ -84,12 +86,14 @@ class ConsumerConfig:
         {}, "Further StreamingTopicModel argument as KEY=VALUE (VALUE parsed as JSON if it can be).",
         flag="--model-option")
     refresh_every_documents: int = _option(10_000, "Refresh the topics after this many absorbed documents.")
-    refresh_every_seconds: float = _option(0.0, "Refresh the topics at least this often (seconds).")
+    refresh_every_wall_seconds: float = _option(
+        0.0, "Refresh the topics at least this often (seconds of wall-clock time).", old="refresh_every_seconds")
     # checkpoints
     checkpoint_dir: str = _option("streamtopics-checkpoints", "Directory of this consumer's checkpoints.")
     keep_checkpoints: int = _option(3, "Checkpoints kept (older ones are fall-backs if the newest is damaged).")
     checkpoint_every_messages: int = _option(50_000, "Checkpoint after this many consumed messages.")
-    checkpoint_every_seconds: float = _option(60.0, "Checkpoint at least this often (seconds).")
+    checkpoint_every_wall_seconds: float = _option(
+        60.0, "Checkpoint at least this often (seconds of wall-clock time).", old="checkpoint_every_seconds")
     # messages
     message_format: str = _option("auto", "Message values: JSON objects, plain text, or auto-detect.", choices=FORMATS)
     text_field: str = _option("text", "JSON field holding the text.")
@@ -112,7 +116,7 @@ class ConsumerConfig:
     flush_timeout_s: float = _option(60.0, "Longest wait for outputs to be delivered before a checkpoint.")
     commit_timeout_s: float = _option(
         5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins).")
-    log_every_seconds: float = _option(30.0, "Progress log interval.")
+    log_every_seconds: float = _option(30.0, "Progress log interval (seconds of wall-clock time).")
     # security (kafka-python names), extra client settings
     security_protocol: str = _option(
         "PLAINTEXT", "Kafka security protocol.", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
@@ -130,8 +134,17 @@ class ConsumerConfig:
     sasl_kerberos_domain_name: str | None = _option(None, "Kerberos domain name (GSSAPI).")
     consumer_options: dict = _option({}, "Further KafkaConsumer setting as KEY=VALUE.", flag="--consumer-option")
     producer_options: dict = _option({}, "Further KafkaProducer setting as KEY=VALUE.", flag="--producer-option")
+    # former names as Python keywords (``dataclasses.replace(config, refresh_every_seconds=0)``):
+    # a DeprecationWarning, then the value goes to the new name
+    refresh_every_seconds: InitVar[float | None] = None
+    checkpoint_every_seconds: InitVar[float | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, refresh_every_seconds=None, checkpoint_every_seconds=None):
+        for old, value in (("refresh_every_seconds", refresh_every_seconds),
+                           ("checkpoint_every_seconds", checkpoint_every_seconds)):
+            if value is not None:
+                warnings.warn(f"{old} is deprecated; use {RENAMED[old]}", DeprecationWarning, stacklevel=3)
+                setattr(self, RENAMED[old], value)
         if bool(self.topics) == bool(self.pattern):
             raise ValueError("give either topics or a topic pattern (not both)")
         if self.auto_offset_reset not in ("earliest", "latest"):
@@ -142,6 +155,9 @@ class ConsumerConfig:
             raise ValueError("poll_records and n_topics must be at least 1")
         if not self.commit_timeout_s > 0:
             raise ValueError("commit_timeout_s must be positive")
+        unknown = sorted(set(self.model_options) - set(MODEL_SETTINGS))
+        if unknown:
+            raise ValueError(f"model_options: {unknown_names(unknown, MODEL_SETTINGS, 'model setting')}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -153,19 +169,28 @@ class ConsumerConfig:
         if path is not None:
             values.update(_read_config_file(Path(path)))
         environ = os.environ if environ is None else environ
-        names = {f.name for f in fields(cls)}
-        values.update({name: environ[ENV_PREFIX + name.upper()] for name in names
-                       if ENV_PREFIX + name.upper() in environ})
+        for name in [*RENAMED, *(f.name for f in fields(cls))]:  # a new name after its old one: it wins
+            variable = ENV_PREFIX + name.upper()
+            if variable in environ:
+                if name in RENAMED:
+                    deprecated(variable, ENV_PREFIX + RENAMED[name].upper())
+                values[RENAMED.get(name, name)] = environ[variable]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(values)
 
     @classmethod
     def from_dict(cls, values: dict) -> "ConsumerConfig":
-        """A config from ``{name: value}``; string values are parsed to the field's type."""
+        """A config from ``{name: value}``; string values are parsed to the field's type. A
+        former name (:data:`RENAMED`) is taken with a deprecation message, unless the new one is given."""
         hints = typing.get_type_hints(cls)
-        unknown = set(values) - set(hints)
+        names = [f.name for f in fields(cls)]
+        values = dict(values)
+        for old in [name for name in values if name in RENAMED]:
+            deprecated(old, RENAMED[old])
+            values.setdefault(RENAMED[old], values.pop(old))
+        unknown = sorted(set(values) - set(names))
         if unknown:
-            raise ValueError(f"unknown consumer settings: {sorted(unknown)}")
+            raise ValueError(unknown_names(unknown, names, "consumer setting"))
         return cls(**{name: coerce(name, value, hints[name]) for name, value in values.items()})
 
     def to_dict(self, redact: bool = True) -> dict:
@@ -214,6 +239,21 @@ class ConsumerConfig:
             options["tokenizer"] = tokenizer
         return StreamingTopicModel(self.n_topics, self.vocabulary, refresh_every=None,
                                    on_reject=on_reject, **options)
+
+
+#: former name -> name of the settings that were renamed
+RENAMED = {f.metadata["old"]: f.name for f in fields(ConsumerConfig) if "old" in f.metadata}
+#: what ``model_options`` may set: the model's settings
+MODEL_SETTINGS = [f.name for f in fields(model_config.ModelConfig)]
+
+
+def unknown_names(unknown: list[str], known, what: str) -> str:
+    """``unknown X setting 'a' (did you mean 'b'?)``: names the unknown, suggests the nearest known."""
+    parts = []
+    for name in unknown:
+        nearest = difflib.get_close_matches(name, list(known), n=1)
+        parts.append(repr(name) + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
+    return f"unknown {what}{'s' if len(unknown) > 1 else ''}: {', '.join(parts)}"
 
 
 def _read_config_file(path: Path) -> dict:

@@ -30,8 +30,8 @@ Topology (docs/design.md, "State, checkpoints, several consumers"; docs/scale-ou
 as child processes (:func:`run_group`). The same command on several machines, pointing at one
 store on a shared file system, forms one group: workers are named ``<member prefix>-<i>``
 (the prefix defaults to the host name), so each machine's workers keep their own partial states
-and get them back when restarted there. ``streamtopics group worker|refresher`` (or ``python -m
-consumers.group ...``) runs one role by hand (:mod:`consumers.cli.group`).
+and get them back when restarted there. ``streamtopics group worker|refresher`` runs one role by
+hand (:mod:`consumers.cli.group`).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def worker_config(config: ConsumerConfig, store: DirectoryStateStore, member: st
     its own, no snapshot outputs (the refresher's), static membership under its name (so a
     restarted worker gets its partitions back without a rebalance)."""
     return replace(config, checkpoint_dir=str(store.member_dir(member)), refresh_every_documents=0,
-                   refresh_every_seconds=0.0, snapshot_dir=None,
+                   refresh_every_wall_seconds=0.0, snapshot_dir=None,
                    group_instance_id=f"{config.group_instance_id or config.group_id}-{member}",
                    client_id=f"{config.client_id}-{member}")
 
@@ -392,8 +392,3 @@ def run_group(config: ConsumerConfig, workers: int, store_dir: str | None = None
     status = status or refresher.wait()
     return status
 
-
-if __name__ == "__main__":  # ``python -m consumers.group ROLE``: the same as ``streamtopics group ROLE``
-    from .cli.group import group
-
-    group(prog_name="python -m consumers.group")

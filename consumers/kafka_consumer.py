@@ -21,8 +21,8 @@ Exactly-once model state rests on the driver's commit order (:mod:`consumers.str
 committed offsets, says where each partition resumes. Newly assigned partitions are paused in the
 rebalance callback and sought in the polling thread: to the restored checkpoint's offset, or, when
 another member of the group committed further (its checkpoint holds those documents), to that
-commit; a partition nobody has read starts at ``auto_offset_reset``. Commits carry this consumer's
-member id in their metadata so the two cases can be told apart.
+commit; a partition nobody has read starts at ``auto_offset_reset`` (:mod:`consumers.placement`).
+Commits carry this consumer's member id in their metadata so the two cases can be told apart.
 
 Several members of one group each keep the statistics of the partitions they read
 (docs/design.md, "State, checkpoints, several consumers": partial statistics, summed by a
@@ -33,7 +33,7 @@ its own checkpoint; a worker's role
 (:class:`consumers.group.GroupView`) never refreshes, starts a newly assigned partition at the
 furthest offset any member checkpointed for it, and takes the group's snapshots for
 per-document mixtures. Every checkpoint records, per partition, the offset ranges its
-statistics count (``counters["ranges"]``), so a refresher can prove that no document is in two
+statistics count (:mod:`consumers.offset_ranges`), so a refresher can prove that no document is in two
 partial states.
 """
 
@@ -59,8 +59,10 @@ from streamtopics.schedule import RefreshSchedule
 from .checkpoint import Checkpoint, CheckpointStore, Offsets
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
+from .offset_ranges import OffsetRanges
 from .outputs import DeadLetterUndelivered, Outputs
 from .backoff import Backoff
+from .placement import commit_metadata, start_offset
 from .signals import install_graceful_stop
 from .snapshot_directory import SnapshotDirectory
 from .stream import StreamDriver
@@ -157,7 +159,7 @@ class TopicModelConsumer:
             self._warn_on_config_drift()
             log.info("restored checkpoint %d: %d documents, offsets %s", self.restored.checkpoint.sequence,
                      self.model.documents_absorbed, _offsets_text(self.positions))
-        self._counters.setdefault("ranges", {})  # "topic/partition" -> [[start, end), ...] counted here
+        self._ranges = OffsetRanges(self._counters.setdefault("ranges", {}))
         snapshots = None
         if config.snapshot_dir:
             snapshots = SnapshotDirectory(config.snapshot_dir, keep=config.keep_snapshots)
@@ -167,10 +169,11 @@ class TopicModelConsumer:
         self._messages = 0  # consumed by this process
         # the schedule resumes from the last refresh saved in the state, like the statistics
         self._refresh = RefreshSchedule(config.refresh_every_documents or None,
-                                        every_wall_seconds=config.refresh_every_seconds or None, after_progress=True)
+                                        every_wall_seconds=config.refresh_every_wall_seconds or None,
+                                        after_progress=True)
         self._refresh.restart(self.model.schedule.documents_mark)
         self._checkpoint_due = RefreshSchedule(config.checkpoint_every_messages or None,
-                                               every_wall_seconds=config.checkpoint_every_seconds or None,
+                                               every_wall_seconds=config.checkpoint_every_wall_seconds or None,
                                                after_progress=True)
         self._checkpoint_due.restart(0)
         self._checkpoint_retry_at = 0.0
@@ -300,15 +303,15 @@ class TopicModelConsumer:
                 if record.offset < self.positions.get(position, 0):
                     continue  # already in the statistics: never count a document twice
                 self._messages += 1
-                decoded = self.decoder.decode(record.value, record.key)
+                decoded = self.decoder.decode_record(record)
                 if isinstance(decoded, Rejection):
                     self.driver.absorb()
                     self._reject_message(decoded, record)
                 else:
                     self._in_flight.append(_InFlight(record, decoded.document, decoded.key))
-                    self.driver.queue(decoded.document, decoded.key, _document_time(decoded.timestamp, record.timestamp))
+                    self.driver.queue(decoded.document, decoded.key, decoded.timestamp)
                 self.positions[position] = record.offset + 1
-            self._extend_range(position)
+            self._ranges.extend(position, self.positions[position])
         self.driver.absorb()
         absorbed, self._in_flight = [m for m in self._in_flight if not m.rejected], []
         self.role.after_batch(self.model)
@@ -430,7 +433,7 @@ class TopicModelConsumer:
         long at most, not the client's 60 s."""
         if self._consumer is None:
             return
-        metadata = json.dumps({"member": self.store.member_id, "checkpoint": saved.sequence})
+        metadata = commit_metadata(self.store.member_id, saved.sequence)
         offsets = {tp: OffsetAndMetadata(saved.offsets[(tp.topic, tp.partition)], metadata, -1)
                    for tp in self._consumer.assignment()
                    if (tp.topic, tp.partition) in saved.offsets and tp not in self._unplaced}
@@ -480,50 +483,15 @@ class TopicModelConsumer:
             self._consumer.resume(tp)
             self._unplaced.discard(tp)
             self.positions[(tp.topic, tp.partition)] = start
-            self._open_range((tp.topic, tp.partition), start)
+            self._ranges.open((tp.topic, tp.partition), start)
             log.info("reading %s/%d from offset %d", tp.topic, tp.partition, start)
 
-    def _open_range(self, position: tuple[str, int], start: int) -> None:
-        """Counting of ``position`` (re)starts at ``start``: a new range unless it continues the last."""
-        ranges = self._counters["ranges"].setdefault(f"{position[0]}/{position[1]}", [])
-        if not ranges or ranges[-1][1] != start:
-            ranges.append([start, start])
-
-    def _extend_range(self, position: tuple[str, int]) -> None:
-        ranges = self._counters["ranges"].get(f"{position[0]}/{position[1]}")
-        if ranges:
-            ranges[-1][1] = self.positions[position]
-        else:  # placed before ranges were recorded (an older checkpoint): count from here
-            self._open_range(position, self.positions[position])
-
     def _start_offset(self, tp: TopicPartition) -> int:
-        """Our checkpoint's offset (as our role sees it: in a scale-out group, the furthest any
-        member checkpointed in the shared store), unless another member committed further (its
-        statistics hold those documents); for a partition nobody read, ``auto_offset_reset``."""
+        """Where ``tp`` starts (:func:`consumers.placement.start_offset`), our checkpoint's offset
+        as our role sees it (in a scale-out group: the furthest any member checkpointed)."""
         own = self.role.start_offset(tp.topic, tp.partition, self.positions.get((tp.topic, tp.partition)))
-        committed = self._consumer.committed(tp, metadata=True, timeout_ms=int(self.config.flush_timeout_s * 1000))
-        if committed is not None and committed.offset >= 0 and _commit_member(committed.metadata) != self.store.member_id:
-            if own is None or committed.offset > own:
-                return committed.offset
-        if own is not None:
-            return own
-        if self.config.auto_offset_reset == "latest":
-            return self._consumer.end_offsets([tp])[tp]
-        return self._consumer.beginning_offsets([tp])[tp]
-
-
-def _document_time(document_time: float | None, record_ms: int) -> float | None:
-    """A document's time: its own, else its record's (Kafka timestamps are milliseconds)."""
-    if document_time is not None:
-        return document_time
-    return record_ms / 1000 if record_ms >= 0 else None
-
-
-def _commit_member(metadata: str | None) -> str | None:
-    try:
-        return json.loads(metadata or "").get("member")
-    except (ValueError, AttributeError, RecursionError):  # anyone in the group may write it
-        return None
+        return start_offset(self._consumer, tp, own, self.store.member_id, self.config.auto_offset_reset,
+                            timeout_ms=int(self.config.flush_timeout_s * 1000))
 
 
 def _position_json(positions: Offsets) -> dict:

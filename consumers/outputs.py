@@ -37,6 +37,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from streamtopics import Rejection, TopicSnapshot
 
 from .consumer_config import ConsumerConfig
+from .messages import text_key
 from .metrics import ServiceMetrics
 
 log = logging.getLogger("streamtopics.consumer")
@@ -237,4 +238,4 @@ def _key_bytes(key) -> bytes | None:
 def _text_key(key, record) -> str:
     if key is None:
         return f"{record.topic}/{record.partition}/{record.offset}"
-    return key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
+    return text_key(key)

@@ -18,9 +18,10 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
-    """One archived document: raw text, or ``{word: count}`` for bag-of-words archives."""
+    """One archived document: raw text, ``{word: count}`` for bag-of-words archives (or, from a
+    Kafka topic, whatever document a message holds: text, a token list or counts)."""
 
-    document: str | dict
+    document: str | list | dict
     key: str | int | None = None
     timestamp: float | None = None  # seconds since the epoch
 

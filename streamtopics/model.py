@@ -146,8 +146,8 @@ class StreamingTopicModel:
         """Absorb one document: raw text (str or UTF-8 bytes), a token list, or a
         ``{word: count}`` mapping. ``key`` (bytes, str or int) identifies the document; without
         one its content does. ``stream_time`` (seconds, e.g. the message timestamp) dates the
-        document for a half-life in stream time, drives ``refresh_every_seconds`` on the stream
-        clock and stamps automatic snapshots. The stream clock never goes back: a document
+        document for a half-life in stream time, drives ``refresh_every_stream_seconds`` and
+        stamps automatic snapshots. The stream clock never goes back: a document
         older than one seen before is dated at the latest time seen."""
         self.ingest.advance_clock(stream_time)
         before = self.documents_absorbed

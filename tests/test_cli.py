@@ -24,7 +24,7 @@ THEMES = [
     "goal match striker keeper league referee stadium penalty".split(),
     "planet orbit rocket comet galaxy telescope asteroid launch".split(),
 ]
-SMALL = ["--topics", "3", "--vocabulary-size", "100", "--warmup", "40"]
+SMALL = ["--n-topics", "3", "--vocabulary-size", "100", "--warmup-documents", "40"]
 
 
 def cli(*args, stdin=None, cwd=None):

@@ -44,7 +44,7 @@ def test_cli_model_options_take_the_model_defaults():
     command = cli_options.model_options(click.command()(lambda **_: None))
     defaults = {p.name: p.default for p in command.params}
     assert defaults == {"n_topics": default("n_topics"), "vocabulary_size": default("vocabulary_size"),
-                        "warmup": default("warmup_documents"), "seed": default("seed")}
+                        "warmup_documents": default("warmup_documents"), "seed": default("seed")}
     assert defaults["vocabulary_size"] == 10_000
 
 

@@ -172,8 +172,8 @@ def test_other_archive_shapes_split_the_same_way(archive, client, tmp_path, shap
 
 def test_the_cli_replays_on_a_local_cluster_and_prints_the_dashboard(archive, tmp_path):
     options = ["--text-field", "title", "--text-field", "body", "--time-field", "date",
-               "--time-format", "%d-%b-%Y %H:%M:%S.%f", "--topics", "6", "--vocabulary-size", "800",
-               "--warmup", "400", "--seed", "3", "--snapshot-every", "1000", "-q"]
+               "--time-format", "%d-%b-%Y %H:%M:%S.%f", "--n-topics", "6", "--vocabulary-size", "800",
+               "--warmup-documents", "400", "--seed", "3", "--snapshot-every", "1000", "-q"]
     runner = CliRunner()
     plain = runner.invoke(main, ["replay", str(archive), "--out", str(tmp_path / "sequential"), *options])
     assert plain.exit_code == 0, plain.output

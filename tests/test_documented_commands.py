@@ -443,7 +443,7 @@ def run(line: str, cwd: Path, timeout: float = 300) -> str:
 @pytest.mark.slow
 def test_replay_topics_events_infer_and_resume(checkout):
     replay = documented("replay.md", "streamtopics replay ../shared/data/gensim-lee/lee_background.cor.gz --out "
-                                     "runs/lee --topics 5 --warmup 100 --snapshot-every 100")
+                                     "runs/lee --n-topics 5 --warmup-documents 100 --snapshot-every 100")
     assert replay in [c.line for c in COMMANDS if c.block.page.name == "README.md"]
     assert "replayed 300 documents" in run(replay, checkout)
     snapshots = sorted((checkout / "runs/lee").glob("snapshot-*.json"))
@@ -459,7 +459,7 @@ def test_replay_topics_events_infer_and_resume(checkout):
     assert len(lines) >= 40 and all(len(json.loads(line)["topics"]) <= 2 for line in lines)
 
     stopped = run(documented("replay.md", "streamtopics replay ../shared/data/gensim-lee/lee_background.cor.gz "
-                                          "--out runs/lee-resumed --topics 5 --warmup 100 --snapshot-every 100 "
+                                          "--out runs/lee-resumed --n-topics 5 --warmup-documents 100 --snapshot-every 100 "
                                           "--stop-after 150"), checkout)
     assert "stopped after 150 documents" in stopped
     run(documented("replay.md", "streamtopics replay --resume --out runs/lee-resumed"), checkout)

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 from consumers.checkpoint import CheckpointStore
-from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer, _commit_member
+from consumers.kafka_consumer import ConsumerConfig, TopicModelConsumer
+from consumers.placement import commit_member
 from consumers.outputs import DEFAULT_MAX_REQUEST_SIZE, DeadLetterUndelivered, record_bytes
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
@@ -393,7 +394,7 @@ def test_the_offset_commit_is_bounded_while_the_broker_is_down(kafka_broker, cor
     create_topic(kafka_broker, topic, partitions=1)
     produce(kafka_broker, topic, corpus_messages(corpus))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, stop_when_idle=0.0, flush_timeout_s=60.0,
-                         checkpoint_every_messages=0, checkpoint_every_seconds=0.0)
+                         checkpoint_every_messages=0, checkpoint_every_wall_seconds=0.0)
     service, thread = start_in_thread(config, absorbed=N_DOCS, timeout=120)
     try:
         kafka_broker.stop()
@@ -426,7 +427,7 @@ def test_corrupt_latest_checkpoint_falls_back_and_reconsumes(kafka_broker, corpu
     first = 1200
     produce(kafka_broker, topic, corpus_messages(corpus[:first]))
     config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, checkpoint_every_messages=0,
-                         checkpoint_every_seconds=0.0)  # only the final checkpoint of each run
+                         checkpoint_every_wall_seconds=0.0)  # only the final checkpoint of each run
     run_consumer(config)
     produce(kafka_broker, topic, corpus_messages(corpus[first:]))
     run_consumer(config)
@@ -467,7 +468,7 @@ def test_config_file_then_environment_then_arguments(tmp_path):
     assert config.topics == ["a", "b"] and config.n_topics == 9 and config.group_id == "from-flag"
     assert config.ssl_check_hostname is False and config.anchor_min_df == 12 and config.seed == 0
     assert config.consumer_settings()["session_timeout_ms"] == 6000
-    with pytest.raises(ValueError, match="unknown consumer settings"):
+    with pytest.raises(ValueError, match="unknown consumer setting"):
         ConsumerConfig.from_dict({"topics": "a", "n_topic": 3})
 
 
@@ -517,7 +518,7 @@ def test_hostile_commit_metadata_names_no_member():
     """Any member of the group may write a commit's metadata: brackets nested 3,000 deep made
     json.loads raise RecursionError, which stopped every consumer of the group on every start
     (issue 47, item 5). It now names no member, as any other unreadable metadata does."""
-    assert _commit_member(json.dumps({"member": "news-0"})) == "news-0"
-    assert _commit_member("[" * 3000 + "]" * 3000) is None
-    assert _commit_member('{"member": ' + "[" * 3000 + "]" * 3000 + "}") is None
-    assert _commit_member(None) is None and _commit_member("not json") is None
+    assert commit_member(json.dumps({"member": "news-0"})) == "news-0"
+    assert commit_member("[" * 3000 + "]" * 3000) is None
+    assert commit_member('{"member": ' + "[" * 3000 + "]" * 3000 + "}") is None
+    assert commit_member(None) is None and commit_member("not json") is None

@@ -35,12 +35,12 @@ PARTITIONS = 6
 
 
 class Role:
-    """``python -m consumers.group ROLE ...`` as a child process, output in a log file."""
+    """``python -m consumers.cli group ROLE ...`` as a child process, output in a log file."""
 
     def __init__(self, role: str, config: Path, store: Path, log_path: Path, member: str | None = None,
                  interval: float = 1.0):
         self.log_path = log_path
-        args = [sys.executable, "-m", "consumers.group", role, "--config", str(config), "--store", str(store)]
+        args = [sys.executable, "-m", "consumers.cli", "group", role, "--config", str(config), "--store", str(store)]
         args += ["--member", member] if member else ["--interval", str(interval)]
         with open(log_path, "ab") as log:
             log.write(f"=== start {' '.join(args)}\n".encode())
@@ -67,7 +67,7 @@ class Role:
 def write_config(broker, topic, tmp_path, vocabulary_file, **settings) -> Path:
     values = dict(bootstrap_servers=broker.bootstrap_servers, topics=[topic], group_id=unique("group"),
                   n_topics=N_TOPICS, vocabulary=str(vocabulary_file), poll_records=50,
-                  checkpoint_every_messages=60, checkpoint_every_seconds=1.0, flush_timeout_s=20.0,
+                  checkpoint_every_messages=60, checkpoint_every_wall_seconds=1.0, flush_timeout_s=20.0,
                   log_every_seconds=0, snapshot_topic=topic + "-snapshots", doc_topics_topic=topic + "-doc-topics",
                   consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000})
     values.update(settings)

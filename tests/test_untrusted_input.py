@@ -125,7 +125,7 @@ def test_replay_skips_hostile_lines_counts_them_and_exits_0(tmp_path):
     archive = tmp_path / "hostile.jsonl"
     archive.write_bytes(b"\n".join(lines) + b"\n")
     result = subprocess.run([sys.executable, "-m", "consumers.cli", "replay", str(archive), "--out", str(tmp_path / "run"),
-                             "--topics", "3", "--vocabulary-size", "30", "--warmup", "40"],
+                             "--n-topics", "3", "--vocabulary-size", "30", "--warmup-documents", "40"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert re.search(r"^  malformed +2  malformed_json$", result.stdout, re.M), result.stdout

@@ -5,7 +5,7 @@
     consumers/cli/
       __init__.py   the group (``main``, the ``streamtopics`` entry point): errors -> exit codes
       console.py    what commands print (progress, topic tables, events) and their exceptions
-      options.py    options shared by several commands; the --serve monitoring service
+      options.py    options shared by several commands, one spelling per setting; --serve
       replay.py     replay        an archive through a model (consumers.replay)
       demo.py       demo          the built-in stream
       serve.py      serve         the dashboard over a run directory (consumers.service)

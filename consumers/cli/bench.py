@@ -12,17 +12,17 @@ from .. import builtin_corpus
 from ..records import Record
 from ..sources import open_source
 from .console import BadInput
-from .options import model_options, source_kwargs, source_options
+from .options import Command, model_options, source_kwargs, source_options
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("source", default="builtin")
 @source_options
 @click.option("--documents", type=click.IntRange(min=10), default=4000, show_default=True,
               help="Documents read from SOURCE.")
 @model_options
 def bench(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time,
-          documents, n_topics, vocabulary_size, warmup, seed):
+          documents, n_topics, vocabulary_size, warmup_documents, seed):
     """Quick ingest benchmark: read, tokenize, learn from text, learn from counts, refresh.
 
     SOURCE defaults to the built-in stream. Prints documents per second for each stage.
@@ -42,7 +42,7 @@ def bench(source, format_, text_fields, id_field, time_field, time_format, from_
         raise BadInput(f"{opened.name}: no document found")
     tokenizer = builtin_corpus.tokenizer() if opened.spec.get("format") == "builtin" else None
     vocabulary_model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size,
-                                           warmup_documents=min(warmup, len(docs)), tokenizer=tokenizer)
+                                           warmup_documents=min(warmup_documents, len(docs)), tokenizer=tokenizer)
     vocabulary_model.learn_many(docs[: vocabulary_model.warmup_documents])
     vocabulary_model.statistics()  # builds the vocabulary and compiles (or loads) the kernels
     vocabulary = vocabulary_model.vocabulary

@@ -17,6 +17,7 @@ disagree.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import typing
@@ -30,6 +31,7 @@ from ..kafka_consumer import TopicModelConsumer
 from ..kernel_cache import announce_first_compile
 from ..signals import ignore_stop_signals
 from .group import group_options, setup_logging
+from .options import Command, Option
 
 _HINTS = typing.get_type_hints(ConsumerConfig)
 
@@ -45,18 +47,21 @@ def _default(f) -> str:
 
 
 def _click_option(f):
-    """The click option of one config field (its default stays None: 'not given')."""
+    """The click option of one config field (its default stays None: 'not given'); a renamed
+    field's former flag is still accepted (:class:`~consumers.cli.options.Command`)."""
     kind = _kind(f.name)
     flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
     help_text = f"{f.metadata['help']} [default: {_default(f)}; env {ENV_PREFIX}{f.name.upper()}]"
+    old = ("--" + f.metadata["old"].replace("_", "-"),) if "old" in f.metadata else ()
+    option = functools.partial(click.option, cls=Option, old=old, help=help_text)
     if kind is bool:
-        return click.option(f"{flag}/--no-{flag[2:]}", f.name, default=None, help=help_text)
+        return option(f"{flag}/--no-{flag[2:]}", f.name, default=None)
     if kind in (list, dict):
         metavar = "KEY=VALUE" if kind is dict else "NAME"
-        return click.option(flag, f.name, multiple=True, metavar=metavar, help=help_text)
+        return option(flag, f.name, multiple=True, metavar=metavar)
     click_type = click.Choice(f.metadata["choices"]) if "choices" in f.metadata else {
         int: click.INT, float: click.FLOAT}.get(kind, click.STRING)
-    return click.option(flag, f.name, type=click_type, default=None, help=help_text)
+    return option(flag, f.name, type=click_type, default=None)
 
 
 def _config_options(command):
@@ -90,7 +95,7 @@ def _overrides(settings: dict) -> dict:
     return out
 
 
-@click.command("consume", context_settings={"max_content_width": 110})
+@click.command("consume", cls=Command, context_settings={"max_content_width": 110})
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="Settings file (TOML or JSON).")
 @click.option("--show-config", is_flag=True, help="Print the effective settings as JSON and exit.")

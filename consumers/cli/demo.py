@@ -17,14 +17,14 @@ from ..extras import missing_modules
 from ..kernel_cache import announce_first_compile
 from ..replay import Replay
 from .console import Console, topic_table
-from .options import live_service, serve_options, serve_until_interrupted
+from .options import Command, live_service, model_option, serve_options, serve_until_interrupted
 from .replay import prepare_out, run_replay
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/demo"),
               show_default=True, help="Where the snapshots go (earlier demo output there is replaced).")
-@click.option("--topics", "n_topics", type=click.IntRange(min=2), default=20, show_default=True)
+@model_option("n_topics", click.IntRange(min=2), old=("--topics",))
 @click.option("--snapshot-every", type=click.IntRange(min=1), default=500, show_default=True, metavar="N")
 @click.option("-q", "--quiet", is_flag=True, help="Only the final topics and the summary.")
 @click.option("--pace", type=click.FloatRange(min=0), default=2.0, show_default=True, metavar="SECONDS",

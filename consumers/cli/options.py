@@ -1,5 +1,9 @@
 """Options shared by several commands (how to read an archive, the model's settings, what the
-topics are made of, --serve) and the live monitoring service that --serve starts."""
+topics are made of, --serve) and the live monitoring service that --serve starts.
+
+A model setting has one spelling in every command, its ModelConfig field's (:func:`model_option`:
+``--n-topics``, with ModelConfig's default and help); a former spelling (``--topics``) is still
+accepted by a :class:`Command`, with a one-line deprecation message, and hidden from --help."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from streamtopics.text import configured_tokenizer
 
 from ..consumer_config import STOP_WORDS_HELP, STRIP_MAIL_HELP
 from ..extras import require
+from ..renames import deprecated
 from ..signals import on_stop_signals
 from ..sources import FORMATS
 from ..times import parse_time
@@ -72,17 +77,65 @@ def source_kwargs(format_, text_fields, id_field, time_field, time_format, from_
             "time_field": time_field, "time_format": time_format, "kafka_start": start}
 
 
+class Option(click.Option):
+    """A click option that still accepts its ``old`` spellings (hidden from --help); the
+    :class:`Command` it belongs to rewrites them to its name."""
+
+    def __init__(self, *args, old: tuple[str, ...] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.old = tuple(old)
+
+
+class Command(click.Command):
+    """A command whose options (:class:`Option`) may have old spellings: each use of one is
+    replaced by the option's name before parsing, with a one-line deprecation message on stderr."""
+
+    def parse_args(self, ctx, args):
+        renamed = {old: param.opts[0] for param in self.params for old in getattr(param, "old", ())}
+        return super().parse_args(ctx, respell(args, renamed))
+
+
+def respell(args: list[str], renamed: dict[str, str]) -> list[str]:
+    """``args`` with each old spelling (``--topics 5``, ``--topics=5``) replaced by its new one
+    (up to a ``--``, after which nothing is an option)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        old, sep, value = arg.partition("=")
+        if old in renamed:
+            deprecated(old, renamed[old])
+            out[i] = renamed[old] + sep + value
+    return out
+
+
+class AutoOr(click.ParamType):
+    """``auto`` or a value of ``kind`` (a model setting such as ``anchor_min_df``)."""
+
+    def __init__(self, kind: click.ParamType):
+        self.kind, self.name = kind, f"auto|{kind.name}"
+
+    def convert(self, value, param, ctx):
+        return "auto" if value == "auto" else self.kind.convert(value, param, ctx)
+
+
+def model_option(name: str, type=None, old: tuple[str, ...] = (), more_help: str = "", **kwargs):
+    """The option of model setting ``name``: spelled as the ModelConfig field (``--n-topics``),
+    with ModelConfig's default and help (``more_help`` adds what only the command line needs
+    said); ``old``: spellings still accepted (see :class:`Command`)."""
+    return click.option("--" + name.replace("_", "-"), name, cls=Option, old=old, type=type,
+                        default=model_config.default(name), show_default=True,
+                        help=" ".join(filter(None, (model_config.doc(name), more_help))), **kwargs)
+
+
 def model_options(function):
+    """The model's size: topics, vocabulary, warm-up, seed."""
     options = [
-        click.option("--topics", "n_topics", type=click.IntRange(min=1), default=model_config.default("n_topics"),
-                     show_default=True, help=model_config.doc("n_topics")),
-        click.option("--vocabulary-size", type=click.IntRange(min=2), default=model_config.default("vocabulary_size"),
-                     show_default=True,
-                     help="Words kept (learned from the first --warmup documents). Memory and checkpoints "
-                          "grow with its square: 10,000 words = 400 MB."),
-        click.option("--warmup", type=click.IntRange(min=1), default=model_config.default("warmup_documents"),
-                     show_default=True, help=model_config.doc("warmup_documents")),
-        click.option("--seed", type=int, default=model_config.default("seed"), show_default=True),
+        model_option("n_topics", click.IntRange(min=1), old=("--topics",)),
+        model_option("vocabulary_size", click.IntRange(min=2),
+                     more_help="Memory and checkpoints grow with its square: 10,000 words = 400 MB."),
+        model_option("warmup_documents", click.IntRange(min=1), old=("--warmup",)),
+        model_option("seed", int),
     ]
     for option in reversed(options):
         function = option(function)
@@ -91,11 +144,9 @@ def model_options(function):
 
 def device_option(function):
     """--refine-device: where each refresh's refinement runs."""
-    return click.option(
-        "--refine-device", type=click.Choice(model_config.REFINE_DEVICES),
-        default=model_config.default("refine_device"), show_default=True,
-        help=model_config.doc("refine_device") + " cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "
-             "(cu12 for a CUDA 12 driver).")(function)
+    return model_option("refine_device", click.Choice(model_config.REFINE_DEVICES),
+                        more_help="cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "
+                                  "(cu12 for a CUDA 12 driver).")(function)
 
 
 def topic_options(function):
@@ -104,31 +155,22 @@ def topic_options(function):
         click.option("--stop-words", "stop_words_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      metavar="FILE", help=STOP_WORDS_HELP),
         click.option("--strip-mail/--no-strip-mail", default=True, show_default=True, help=STRIP_MAIL_HELP),
-        click.option("--max-df", type=click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
-                     help="Words in more than this fraction of the documents belong to the background, never "
-                          "to a topic (a data-driven stop list for mail or newswire boilerplate; 0.1-0.3). "
-                          "Default: no ceiling."),
-        click.option("--min-df", type=click.IntRange(min=1), metavar="N",
-                     help="Documents a word must occur in to be a candidate anchor (default: grows with the "
-                          "stream, see docs/configuration.md)."),
-        click.option("--match-threshold", type=click.FloatRange(min=0, min_open=True), default=0.5,
-                     show_default=True, metavar="X",
-                     help="A topic keeps its id when its words moved less than X times the median distance "
-                          "between two topics (it also keeps it on the same anchor or most of its top words)."),
-        click.option("--burn-in", type=click.IntRange(min=0), default=4, show_default=True, metavar="N",
-                     help="Refreshes after the first snapshot during which the first topics form and events "
-                          "wait (fewer once 80% of the anchors hold); 0: the first snapshot announces its topics."),
+        model_option("max_df", click.FloatRange(min=0, max=1, min_open=True), metavar="FRACTION",
+                     more_help="A data-driven stop list for mail or newswire boilerplate: 0.1-0.3."),
+        model_option("anchor_min_df", AutoOr(click.IntRange(min=1)), old=("--min-df",),
+                     more_help="'auto' grows with the stream (docs/configuration.md)."),
+        model_option("match_threshold", click.FloatRange(min=0, min_open=True), metavar="X"),
+        model_option("burn_in", click.IntRange(min=0), metavar="N"),
     ]
     for option in reversed(options):
         function = option(function)
     return function
 
 
-def topic_settings(stop_words_file, strip_mail, max_df, min_df, match_threshold, burn_in) -> dict:
+def topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in) -> dict:
     """StreamingTopicModel keyword arguments from :func:`topic_options`."""
-    settings = {"max_df": max_df, "match_threshold": match_threshold, "burn_in": burn_in}
-    if min_df is not None:
-        settings["anchor_min_df"] = min_df
+    settings = {"max_df": max_df, "anchor_min_df": anchor_min_df, "match_threshold": match_threshold,
+                "burn_in": burn_in}
     tokenizer = configured_tokenizer(stop_words_file, strip_mail)
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer

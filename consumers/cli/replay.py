@@ -15,8 +15,9 @@ from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
 from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
-from .options import (device_option, live_service, model_options, parse_duration, serve_options,
-                      serve_until_interrupted, source_kwargs, source_options, topic_options, topic_settings)
+from .options import (Command, device_option, live_service, model_option, model_options, parse_duration,
+                      serve_options, serve_until_interrupted, source_kwargs, source_options, topic_options,
+                      topic_settings)
 
 
 def prepare_out(out: Path, force: bool) -> None:
@@ -153,7 +154,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
     report_snapshots(console, out)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("source", required=False)
 @source_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/replay"),
@@ -169,8 +170,8 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @model_options
 @device_option
 @topic_options
-@click.option("--half-life", type=click.FloatRange(min=0, min_open=True), metavar="N",
-              help="Forget: a document's weight halves every N documents after it (default: exact sums).")
+@model_option("half_life", click.FloatRange(min=0, min_open=True), metavar="N",
+              more_help="Here in documents (--half-life-time: in stream time).")
 @click.option("--half-life-time", type=parse_duration, metavar="DURATION",
               help="Forget by stream time: a document's weight halves every DURATION (7d, 12h) of stream "
                    "time after it (needs --time-field or Kafka).")
@@ -191,10 +192,9 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
               help="Replay on a Dask cluster: tcp://HOST:8786 (a running `dask scheduler`) or local:N (N worker "
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup, seed, refine_device,
-           stop_words_file,
-           strip_mail, max_df, min_df, match_threshold, burn_in, half_life, half_life_time, checkpoint_every,
-           stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
+           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
+           stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
+           checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -245,10 +245,10 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
         prepare_out(out, force)
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
-        model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup, seed=seed,
-                                    refine_device=refine_device, **forgetting,
-                                    **topic_settings(stop_words_file, strip_mail, max_df, min_df, match_threshold,
-                                                     burn_in))
+        model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup_documents,
+                                    seed=seed, refine_device=refine_device, **forgetting,
+                                    **topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df,
+                                                     match_threshold, burn_in))
         if snapshot_every is None and snapshot_interval is None:
             snapshot_every = 1000
         if dask_scheduler:

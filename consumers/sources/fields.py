@@ -82,11 +82,15 @@ class TextFieldCheck:
         self.fields, self.source_name = fields, source_name
         self._without_text: list[set] | None = []  # field names of each; None once one had the text
 
+    def found(self) -> None:
+        """A record had its document: the field name is right."""
+        self._without_text = None
+
     def see(self, row: Mapping) -> None:
         if self._without_text is None:
             return
         if any(name in row for name in self.fields.text):
-            self._without_text = None
+            self.found()
             return
         self._without_text.append(set(row))
         if len(self._without_text) >= WRONG_FIELD_AFTER:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from streamtopics.documents import Rejection
+
 from .. import reasons
+from ..messages import DecodedMessage, MessageDecoder, text_key
 from ..records import Malformed, Record, Source, SourceError
-from ..untrusted_json import BadJSON, load_object
+from ..untrusted_json import load_object
 from .fields import Fields, TextFieldCheck
 
 
@@ -14,11 +17,11 @@ class KafkaSource(Source):
     """Replay a Kafka topic up to the end offsets it had when the replay started.
 
     ``start`` is ``"beginning"``, an offset (the same on every partition) or a time (seconds
-    since the epoch: each partition from its first message at or after it). Message values are
-    UTF-8 text, or JSON objects read with ``fields`` when given (a wrong text-field name stops
-    the read within the first records); the key is the message key and
-    the timestamp the message's. Position = ``{partition: next offset}``. Only a one-partition
-    topic replays in a fixed order.
+    since the epoch: each partition from its first message at or after it). Messages are decoded
+    as the consumer service decodes them (:func:`message_decoder`): values are UTF-8 text, or JSON
+    objects read with ``fields`` when given (a wrong text-field name stops the read within the
+    first records). Position = ``{partition: next offset}``. Only a one-partition topic replays
+    in a fixed order.
     """
 
     def __init__(self, url: str, start="beginning", fields: Fields | None = None,
@@ -27,6 +30,7 @@ class KafkaSource(Source):
 
         servers, topic = parse_kafka_url(url)
         self.topic, self.fields, self.timeout_s = topic, fields, timeout_s
+        self.decoder = message_decoder(fields)
         self._text_check = TextFieldCheck(fields, f"Kafka topic {topic!r}") if fields else None
         self.spec = {"path": url, "format": "kafka", "kafka_start": start,
                      **(fields.to_dict() if fields else {"text_fields": None})}
@@ -84,27 +88,13 @@ class KafkaSource(Source):
             self._consumer.close()
 
     def _decode(self, message) -> Record | Malformed:
-        where = f"{self.topic}[{message.partition}]@{message.offset}"
-        try:
-            text = (message.value or b"").decode("utf-8")
-        except UnicodeDecodeError as error:
-            return Malformed(where, reasons.NOT_UTF8, f"byte {error.start + 1}")
-        key = None
-        if message.key is not None:
-            key = message.key.decode("utf-8", "backslashreplace")
-        timestamp = message.timestamp / 1000 if message.timestamp is not None and message.timestamp >= 0 else None
-        if self.fields is None:
-            return Record(text, key, timestamp)
-        try:
-            row = load_object(text)
-        except BadJSON as error:
-            return Malformed(where, error.reason, error.detail)
-        self._text_check.see(row)
-        record = self.fields.extract(row, lambda: where)
-        if isinstance(record, Record) and (record.key is None or record.timestamp is None):
-            record = Record(record.document, record.key if record.key is not None else key,
-                            record.timestamp if record.timestamp is not None else timestamp)
-        return record
+        decoded = self.decoder.decode_record(message)
+        if self._text_check is not None:
+            if isinstance(decoded, DecodedMessage):
+                self._text_check.found()
+            elif decoded.reason == reasons.MISSING_FIELD:  # a JSON object without the document: which fields?
+                self._text_check.see(load_object(message.value.decode("utf-8")))
+        return archive_item(decoded, f"{self.topic}[{message.partition}]@{message.offset}")
 
     def progress(self):
         done = sum(self._next.values())
@@ -114,6 +104,23 @@ class KafkaSource(Source):
     @property
     def name(self) -> str:
         return self.topic
+
+
+def message_decoder(fields: Fields | None) -> MessageDecoder:
+    """The consumer service's decoder (:class:`~consumers.messages.MessageDecoder`) set as the
+    replay's options say: without ``fields`` every value is text, with them a JSON object."""
+    if fields is None:
+        return MessageDecoder("text", id_field=None, timestamp_field=None)
+    return MessageDecoder("json", fields.text, id_field=fields.id, timestamp_field=fields.time,
+                          time_format=fields.time_format)
+
+
+def archive_item(decoded: DecodedMessage | Rejection, where: str) -> Record | Malformed:
+    """A decoded message as an archive's item: a Record (a message key as text), or a Malformed at ``where``."""
+    if isinstance(decoded, Rejection):
+        return Malformed(where, decoded.reason, decoded.detail)
+    key = text_key(decoded.key) if isinstance(decoded.key, bytes) else decoded.key
+    return Record(decoded.document, key, decoded.timestamp)
 
 
 def parse_kafka_url(url: str) -> tuple[str, str]:
