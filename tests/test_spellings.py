@@ -18,9 +18,9 @@ from consumers.consumer_config import ConsumerConfig
 from streamtopics.config import ModelConfig, default, doc
 
 MODEL_SETTINGS = {f.name for f in dataclasses.fields(ModelConfig)}
-#: options named like a model setting that are not one: infer's --batch-size is how many documents
-#: go to each model.infer call, not the model's ingest batch
-NOT_MODEL_SETTINGS = {("infer", "batch_size")}
+#: flags named like a model setting that are another part's: infer's documents per call, and the
+#: consumer's own wall-clock refresh trigger (the consumer schedules refreshes; its model's is off)
+NOT_MODEL_SETTINGS = {("infer", "batch_size"), ("consume", "refresh_every_wall_seconds")}
 #: (command, former spelling, spelling now, a value)
 RENAMED = [
     ("replay", "--topics", "--n-topics", "7"),
