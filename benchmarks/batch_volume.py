@@ -26,7 +26,7 @@ from benchmarks.quality.__main__ import CACHE
 from benchmarks.quality.systems import build, one_pass, warm_up
 from streamtopics.config import default_reservoir_size
 from streamtopics.evaluation import matched_l1
-from streamtopics.refinement import HOLDOUT_EVERY
+from streamtopics.refresh.refinement import HOLDOUT_EVERY
 
 
 def refinement_documents(n_topics: int) -> int:

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from streamtopics.documents import DocumentBatch
+from streamtopics.text.documents import DocumentBatch
 
 
 def machine() -> str:

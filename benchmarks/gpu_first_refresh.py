@@ -1,6 +1,6 @@
 """The first refresh of a process with the refinement on a CUDA device: compiled, then cached.
 
-The device's kernels are declared ``cuda.jit(cache=True)`` (:mod:`streamtopics.gpu`): the first
+The device's kernels are declared ``cuda.jit(cache=True)`` (:mod:`streamtopics.refresh.gpu`): the first
 process compiles them and writes them beside the package, later processes load them. Each row is
 a fresh process (V = 2,000, K = 20, 4,000 separable semi-synthetic documents, then 500 more):
 its first refresh, its second, and the whole process. One CPU process first, which compiles and
@@ -47,7 +47,7 @@ def main() -> None:
     if args.child:
         one_process(args.child)
         return
-    from streamtopics.device import cuda_available
+    from streamtopics.refresh.device import cuda_available
 
     if not cuda_available():
         raise SystemExit("numba finds no CUDA device: nothing to measure")

@@ -1,5 +1,5 @@
 """A warm refresh with the refinement on a CUDA device against the CPU, on one machine, in one run
-(``refine_device``, :mod:`streamtopics.gpu`; issue 17 item 5).
+(``refine_device``, :mod:`streamtopics.refresh.gpu`; issue 17 item 5).
 
 The stream of ``benchmarks.default_costs``: V = 15,000, K = 100, separable semi-synthetic
 documents of 300 tokens (alpha 0.1); a model absorbs 30,000 and refreshes, then copies of it
@@ -22,7 +22,7 @@ import numpy as np
 from benchmarks.common import machine
 from benchmarks.default_costs import PHASES
 from streamtopics import StreamingTopicModel
-from streamtopics.device import cuda_available, device_name
+from streamtopics.refresh.device import cuda_available, device_name
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 

@@ -20,8 +20,8 @@ import numpy as np
 from numba import njit
 
 from benchmarks.common import machine, median_time, zipf_batch
-from streamtopics.cooccurrence import CooccurrenceStats
-from streamtopics.documents import DocumentBatch
+from streamtopics.statistics.cooccurrence import CooccurrenceStats
+from streamtopics.text.documents import DocumentBatch
 
 
 @njit(cache=True, nogil=True)

@@ -61,8 +61,8 @@ def exact_bytes(n_words: int) -> int:
 
 def memory(args) -> None:
     from streamtopics.config import ModelConfig
-    from streamtopics.cooccurrence import CooccurrenceStats
-    from streamtopics.sketch import SketchedCooccurrence
+    from streamtopics.statistics.cooccurrence import CooccurrenceStats
+    from streamtopics.statistics.sketch import SketchedCooccurrence
 
     config = ModelConfig(n_topics=args.topics, cooccurrence="sketch")
     size, rank = config.resolved_sketch_size(), config.resolved_sketch_rank()
@@ -158,9 +158,9 @@ def kernels_child(args) -> dict:
     and the phases of the sketch view at V = 100,000: building Q Omega, the factorisation, the
     candidates' block (2,000 candidates) through full rows and through ``block``."""
     from streamtopics.config import ModelConfig
-    from streamtopics.cooccurrence import CooccurrenceStats
-    from streamtopics.rectification import candidate_block
-    from streamtopics.sketch import SketchedCooccurrence
+    from streamtopics.statistics.cooccurrence import CooccurrenceStats
+    from streamtopics.refresh.rectification import candidate_block
+    from streamtopics.statistics.sketch import SketchedCooccurrence
 
     config = ModelConfig(n_topics=args.topics)
     sketch = SketchedCooccurrence(100_000, config.resolved_sketch_size(), config.resolved_sketch_rank())
@@ -249,7 +249,7 @@ def large_truth(n_topics: int, cache: Path):
 
     from benchmarks.quality.corpora import raw_texts
     from benchmarks.quality.truths import Truth
-    from streamtopics.text import Tokenizer
+    from streamtopics.text.tokenizer import Tokenizer
 
     path = Path(cache) / "truths" / f"20newsgroups-all-df{TRUTH_MIN_DF}-K{n_topics}-it{TRUTH_ITERATIONS}-seed0.npz"
     if path.exists():
@@ -295,7 +295,7 @@ def accuracy_child(args) -> dict:
     from streamtopics import StreamingTopicModel
     from streamtopics.evaluation import matched_l1
 
-    import streamtopics.sketch_view as sketch_view
+    import streamtopics.statistics.sketch_view as sketch_view
 
     sketch_view.ROW_SUMS = args.row_sums
     truth = large_truth(args.topics, args.cache)

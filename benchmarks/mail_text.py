@@ -10,7 +10,7 @@ how many topics are *transport topics*: 3 or more of their top 8 words are trans
 words at least half of whose occurrences in the training posts ``strip_mail`` removes (header
 fields, attribution lines, addresses: "edu", "nntp", "posting", "writes", "cmu", ...).
 
-Also printed: the cost of the stripping per post (Python :func:`~streamtopics.mail.strip_mail`
+Also printed: the cost of the stripping per post (Python :func:`~streamtopics.text.mail.strip_mail`
 and the batch encoder's compiled pass) and the ingest rate of ``learn_many`` on the raw posts,
 both settings alternating, medians of ``--repeats``.
 
@@ -32,8 +32,8 @@ from benchmarks.peers.data import DATA, _read_jsonl
 from benchmarks.quality import corpora
 from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import coherence_npmi, topic_uniqueness
-from streamtopics.mail import blank_mail_transport, strip_mail
-from streamtopics.text import Tokenizer
+from streamtopics.text.mail import blank_mail_transport, strip_mail
+from streamtopics.text.tokenizer import Tokenizer
 
 TRANSPORT_SHARE = 0.5  # a word is a transport word when strip_mail removes this share of it or more
 TRANSPORT_MIN_COUNT = 200

@@ -20,10 +20,10 @@ import time
 
 import numpy as np
 
-from streamtopics.documents import DocumentBatch
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.model import StreamingTopicModel
-from streamtopics.refinement import completion_log_likelihood, split_for_completion
-from streamtopics.reservoir import Reservoir
+from streamtopics.refresh.refinement import completion_log_likelihood, split_for_completion
+from streamtopics.refresh.reservoir import Reservoir
 
 
 def heldout_ll(heldout, topic_word) -> float:

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from streamtopics.trackers import RandomProjectionTracker
+from streamtopics.statistics.trackers import RandomProjectionTracker
 
 
 def separable_model(V, K, rng, kind="ding", anchor_lo=0.01, anchor_hi=0.04):

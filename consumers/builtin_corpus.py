@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from streamtopics import Tokenizer
-from streamtopics.text import english_stop_words
+from streamtopics.text.tokenizer import english_stop_words
 
 from .records import Record, Source
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from streamtopics import StreamingTopicModel
 from streamtopics import config as model_config
-from streamtopics.text import configured_tokenizer
+from streamtopics.text.tokenizer import configured_tokenizer
 
 from .messages import FORMATS, MessageDecoder
 from .renames import deprecated

@@ -54,7 +54,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.lineage import Lineage
+from streamtopics.refresh.lineage import Lineage
 from streamtopics.schedule import RefreshSchedule
 
 from .consumer_config import ConsumerConfig

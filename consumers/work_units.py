@@ -25,8 +25,8 @@ import numpy as np
 
 from streamtopics import StreamingTopicModel
 from streamtopics.schedule import RefreshSchedule
-from streamtopics.text import Tokenizer
-from streamtopics.vocabulary import Vocabulary
+from streamtopics.text.tokenizer import Tokenizer
+from streamtopics.text.vocabulary import Vocabulary
 
 from .records import Malformed
 from .sources import open_source

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from river import compose, feature_extraction, linear_model, metrics, preprocessing
 
-from streamtopics.river import AnchorTopics
-from streamtopics.text import english_stop_words
+from streamtopics.integrations.river import AnchorTopics
+from streamtopics.text.tokenizer import english_stop_words
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"

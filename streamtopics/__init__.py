@@ -4,12 +4,12 @@
 >>> model = StreamingTopicModel(n_topics=20)   # learns its vocabulary from the stream
 """
 
-from .documents import DocumentBatch, Rejection
+from .text.documents import DocumentBatch, Rejection
 from .model import StreamingTopicModel
 from .snapshot import TopicSnapshot
 from .state import CorruptStateError
-from .text import Tokenizer
-from .vocabulary import Vocabulary
+from .text.tokenizer import Tokenizer
+from .text.vocabulary import Vocabulary
 
 __all__ = [
     "CorruptStateError",

@@ -1,7 +1,7 @@
 """ModelConfig: every setting of a StreamingTopicModel, its default, its check and its doc.
 
 The one place model defaults live: the model, the Kafka consumer's config, the command line's
-model options and river's :class:`~streamtopics.river.AnchorTopics` all read them from here
+model options and river's :class:`~streamtopics.integrations.river.AnchorTopics` all read them from here
 (:func:`default`, :func:`doc`). A model's :meth:`~streamtopics.model.StreamingTopicModel.get_config` is
 :meth:`ModelConfig.to_dict`, which is also what a state file stores.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .anchors import default_max_candidates, default_min_document_frequency
-from .device import DEVICE_MAX_COLUMNS
-from .forgetting import HALF_LIFE_UNITS
-from .anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
+from .refresh.anchors import default_max_candidates, default_min_document_frequency
+from .refresh.device import DEVICE_MAX_COLUMNS
+from .statistics.forgetting import HALF_LIFE_UNITS
+from .refresh.anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
 STATISTICS = ("exact", "sketch", "auto")
 #: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at
@@ -199,12 +199,12 @@ class ModelConfig:
         return "sketch" if largest > SKETCH_ABOVE_WORDS else "exact"
 
     def resolved_sketch_size(self) -> int:
-        from .sketch import default_sketch_size
+        from .statistics.sketch import default_sketch_size
 
         return self.sketch_size or default_sketch_size(self.n_topics)
 
     def resolved_sketch_rank(self) -> int:
-        from .sketch import default_sketch_rank
+        from .statistics.sketch import default_sketch_rank
 
         size = self.resolved_sketch_size()
         return min(size, self.sketch_rank) if self.sketch_rank else default_sketch_rank(self.n_topics, size)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .documents import DocumentBatch
+from .text.documents import DocumentBatch
 from .inference import infer_mixtures
 
 

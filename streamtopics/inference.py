@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .documents import DocumentBatch
-from .prefetch import ROWS_AHEAD, prefetch_row
+from .text.documents import DocumentBatch
+from .statistics.prefetch import ROWS_AHEAD, prefetch_row
 
 
 REASSOCIATE = {"reassoc"}  # numba fastmath flags of the sums over topics (see the module docstring)
@@ -139,7 +139,7 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     parallel kernel's threads (about a millisecond) costs more than the inference itself.
     ``single`` runs the updates in float32 (the mixtures returned are float64 all the same):
     about 1.6 times as fast; the mixtures differ from float64's by about 1e-7 (the refinement's
-    E-step uses it: :data:`~streamtopics.kl_tem.SINGLE`). Over long warm-started chains the
+    E-step uses it: :data:`~streamtopics.refresh.kl_tem.SINGLE`). Over long warm-started chains the
     small entries fall below float32's normal range (29 % of them after 400 updates at V = 15,000,
     K = 100, some to exactly 0, which an update cannot revive), so such chains drift from float64's.
     """

@@ -24,20 +24,20 @@ from typing import Any, Callable
 import numpy as np
 
 from .config import ModelConfig
-from .cooccurrence import CooccurrenceStats
-from .describe import DocumentExcerpts, excerpt_of
-from .documents import (
+from .statistics.cooccurrence import CooccurrenceStats
+from .refresh.describe import DocumentExcerpts, excerpt_of
+from .text.documents import (
     MIN_TOKENS, DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, jsonable_key, key_hash,
     restore_key, too_short, validate_indexed,
 )
-from .open_vocabulary import OpenVocabulary
+from .text.open_vocabulary import OpenVocabulary
 from .pending import PendingDocuments
-from .reservoir import Reservoir
-from .sketch import SketchedCooccurrence
-from .statistics import Statistics
-from .text import DEFAULT_PATTERN, Tokenizer
-from .text_batch import TextBatchEncoder
-from .vocabulary import Vocabulary
+from .refresh.reservoir import Reservoir
+from .statistics.sketch import SketchedCooccurrence
+from .statistics.combined import Statistics
+from .text.tokenizer import DEFAULT_PATTERN, Tokenizer
+from .text.batch_encoder import TextBatchEncoder
+from .text.vocabulary import Vocabulary
 
 TEXT_BATCH = 512  # raw texts encoded per compiled pass (learn_many)
 EMPTY, NO_KNOWN_WORDS, TOO_SHORT, ACCEPTED = range(4)  # outcomes of a batch-encoded text, rejections first
@@ -48,7 +48,7 @@ RejectHandler = Callable[[Rejection, Any, Any], None]
 class Ingest:
     """The statistics a model learns and everything that feeds them.
 
-    ``lineage`` (a :class:`~streamtopics.lineage.RefreshState`) is read when a word is retired (an
+    ``lineage`` (a :class:`~streamtopics.refresh.lineage.RefreshState`) is read when a word is retired (an
     anchor of the current snapshot never is; its warm-start row is reset); ``refreshing`` says
     whether a background refresh runs (no word is retired meanwhile). :attr:`last_accepted` is
     the latest accepted document (the model's drift monitor scores it as held out)."""
@@ -122,7 +122,7 @@ class Ingest:
         once ``limit`` of them were accepted (None: no limit); returns how many documents were
         consumed and how many accepted. Raw ASCII text is tokenized and looked up up to
         ``TEXT_BATCH`` documents at a time in one compiled pass
-        (:class:`~streamtopics.text_batch.TextBatchEncoder`) and accepted a segment at a time
+        (:class:`~streamtopics.text.batch_encoder.TextBatchEncoder`) and accepted a segment at a time
         (:meth:`_accept_encoded`): the same encoded documents and rejections as one at a time,
         accepted in the same order, so the same statistics."""
         i, accepted = 0, 0
@@ -163,7 +163,7 @@ class Ingest:
 
     def _accept_encoded(self, encoded, row: int, documents: list, keys: list, stream_times: list) -> int:
         """Accept the texts ``documents`` encoded as rows ``row, row + 1, ...`` of ``encoded`` (a
-        :class:`~streamtopics.text_batch.EncodedTexts`): what :meth:`_accept` does to each in turn,
+        :class:`~streamtopics.text.batch_encoder.EncodedTexts`): what :meth:`_accept` does to each in turn,
         a segment at a time; returns how many were accepted. A segment ends at the document that
         fills the buffer, which then holds what one at a time would leave in it; only a
         rejection's ``on_reject`` may run before the earlier accepted documents of its segment
@@ -451,7 +451,7 @@ class Ingest:
     def _admit(self, words: list[str]) -> None:
         """Give words ready for admission a vocabulary slot: a new one at the end while there is
         room, else (forgetting on) the slot of a word that fell out of use
-        (:mod:`~streamtopics.open_vocabulary`). Words that find no slot stay counted in the
+        (:mod:`~streamtopics.text.open_vocabulary`). Words that find no slot stay counted in the
         sketch. A background refresh works on its own copy and is not waited for (the warm start
         pads what it publishes); no word is retired while one runs."""
         room = max(self.config.max_vocabulary - len(self.vocabulary), 0)

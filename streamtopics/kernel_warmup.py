@@ -11,8 +11,8 @@ while the first run compiles the others halves the wait on two cores
 kernels").
 
 The toy call must reach the kernels with the argument types a refresh passes, or it compiles
-specialisations nobody uses: it calls :func:`~streamtopics.refinement.refine_topics` as
-:meth:`streamtopics.lineage.RefreshState.advance` does, with a reservoir batch built like
+specialisations nobody uses: it calls :func:`~streamtopics.refresh.refinement.refine_topics` as
+:meth:`streamtopics.refresh.lineage.RefreshState.advance` does, with a reservoir batch built like
 :meth:`streamtopics.ingest.Ingest.reservoir_batch`'s and the model's default settings.
 ``tests/test_first_run.py`` checks that a refresh after it compiles none of these kernels.
 """
@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from .config import ModelConfig
-from .documents import DocumentBatch
-from .refinement import refine_topics
+from .text.documents import DocumentBatch
+from .refresh.refinement import refine_topics
 
 #: The modules whose kernels :func:`compile_refinement_kernels` compiles (a refresh's refinement).
-MODULES = ("streamtopics.refinement", "streamtopics.collapsed", "streamtopics.inference")
+MODULES = ("streamtopics.refresh.refinement", "streamtopics.refresh.collapsed", "streamtopics.inference")
 
 
 def compile_refinement_kernels(n_topics: int = 3, n_words: int = 40, n_documents: int = 60, seed: int = 0) -> None:

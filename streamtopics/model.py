@@ -1,7 +1,7 @@
 """StreamingTopicModel: the public API that every source, sink and service uses.
 
 A facade over three named parts: :class:`~streamtopics.ingest.Ingest` (documents in, statistics
-up to date), :class:`~streamtopics.lineage.RefreshState` (statistics to the next snapshot, ids
+up to date), :class:`~streamtopics.refresh.lineage.RefreshState` (statistics to the next snapshot, ids
 continued from the last one) and :mod:`~streamtopics.persistence` (save and load). The model
 itself schedules refreshes (its :class:`~streamtopics.schedule.RefreshSchedule`), runs them in the
 caller's thread or a background one, and infers topic mixtures. Its settings are a
@@ -20,20 +20,20 @@ from typing import Iterable
 import numpy as np
 
 from .config import ModelConfig, current_spelling, doc
-from .cooccurrence import CooccurrenceStats
-from .documents import DocumentBatch, Rejection
+from .statistics.cooccurrence import CooccurrenceStats
+from .text.documents import DocumentBatch, Rejection
 from .history import TopicHistory
 from .inference import infer_mixtures
 from .ingest import TEXT_BATCH, Ingest, RejectHandler
-from .lineage import Lineage, RefreshState
+from .refresh.lineage import Lineage, RefreshState
 from .persistence import load_model, save_model
 from .drift import DriftMonitor
-from .anchor_selection import NotEnoughCandidatesError
+from .refresh.anchor_selection import NotEnoughCandidatesError
 from .schedule import RefreshSchedule
-from .sketch import SketchedCooccurrence
+from .statistics.sketch import SketchedCooccurrence
 from .snapshot import TopicSnapshot
-from .text import Tokenizer
-from .vocabulary import Vocabulary
+from .text.tokenizer import Tokenizer
+from .text.vocabulary import Vocabulary
 
 
 class StreamingTopicModel:
@@ -53,7 +53,7 @@ class StreamingTopicModel:
         ``vocabulary_size`` words of highest document frequency) and then frozen; those
         documents are absorbed once it is built, so none is lost.
     tokenizer
-        A :class:`~streamtopics.text.Tokenizer` (stop words, mail headers); the default one if None.
+        A :class:`~streamtopics.text.tokenizer.Tokenizer` (stop words, mail headers); the default one if None.
     on_reject
         Called as ``on_reject(rejection, document, key)`` for each rejected document (e.g. to
         route it to a dead-letter topic). Rejections are also counted in :attr:`rejections`.
@@ -71,10 +71,10 @@ class StreamingTopicModel:
         - ``half_life`` (``half_life_unit``: ``"documents"`` or ``"stream"`` seconds) or
           ``window``: forget old documents, exponentially and lazily or by a sliding window.
         - ``anchor_method``: ``"fastanchors"`` (default), ``"rp"`` or ``"hybrid"`` (Ding et al.'s
-          random-projection trackers, :mod:`~streamtopics.anchor_selection`).
+          random-projection trackers, :mod:`~streamtopics.refresh.anchor_selection`).
         - ``refine_iterations``, ``refine_sweeps``, ``reservoir_size``, ``refine_device``: the
           seeded refinement over a reservoir of documents after recovery (KL-tEM, then CVB0
-          sweeps; :mod:`~streamtopics.refinement`), most of a refresh's cost and what brings
+          sweeps; :mod:`~streamtopics.refresh.refinement`), most of a refresh's cost and what brings
           the topics close to a batch Gibbs fit.
         - ``max_vocabulary``: an open vocabulary that admits new words (and, with forgetting,
           retires faded ones).
@@ -100,7 +100,7 @@ class StreamingTopicModel:
         Rejected documents by reason (a Counter), unknown tokens of accepted documents, texts cut
         at ``max_text_chars``, and documents whose statistics are in the model.
     ingest, lineage, schedule, history
-        The parts: :class:`~streamtopics.ingest.Ingest`, :class:`~streamtopics.lineage.RefreshState`,
+        The parts: :class:`~streamtopics.ingest.Ingest`, :class:`~streamtopics.refresh.lineage.RefreshState`,
         the :class:`~streamtopics.schedule.RefreshSchedule` and the :class:`~streamtopics.history.TopicHistory`.
 
     Examples
@@ -347,7 +347,7 @@ class StreamingTopicModel:
     # ------------------------------------------------------------------ DataFrame views
     def topic_info(self):
         """The latest snapshot's topics as a pandas DataFrame, most prevalent first
-        (:func:`~streamtopics.frames.topic_info`: topic, label, anchor, prevalence, coherence,
+        (:func:`~streamtopics.integrations.frames.topic_info`: topic, label, anchor, prevalence, coherence,
         top_words, representative_docs).
 
         >>> model = StreamingTopicModel(n_topics=2, vocabulary=["apple", "pear", "goal", "match"],
@@ -366,23 +366,23 @@ class StreamingTopicModel:
         >>> sorted(zip(over_time["version"], over_time["label"]))
         [(1, 'apple_pear'), (1, 'goal_match')]
         """
-        from .frames import topic_info
+        from .integrations.frames import topic_info
 
         return topic_info(self._require_snapshot())
 
     def topics_over_time(self):
         """Every recorded snapshot's topics as a pandas DataFrame, one row per snapshot and topic
-        (:func:`~streamtopics.frames.topics_over_time`: version, documents_seen, stream_time,
+        (:func:`~streamtopics.integrations.frames.topics_over_time`: version, documents_seen, stream_time,
         topic, label, prevalence, words), from :attr:`history`."""
-        from .frames import topics_over_time
+        from .integrations.frames import topics_over_time
 
         return topics_over_time(self.history)
 
     def document_topics(self, documents):
-        """Each document's topic mixture as a pandas DataFrame (:func:`~streamtopics.frames.document_topics`:
+        """Each document's topic mixture as a pandas DataFrame (:func:`~streamtopics.integrations.frames.document_topics`:
         topic, label, weight, known_tokens, then ``topic_<id>`` per topic); a document with no
         known word has ``known_tokens`` 0 and no topic (missing values)."""
-        from .frames import document_topics
+        from .integrations.frames import document_topics
 
         mixtures, known = self.infer(documents, return_known=True)
         return document_topics(self.snapshot, mixtures, known)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .documents import DocumentBatch, EncodedDocument
+from .text.documents import DocumentBatch, EncodedDocument
 
 
 class PendingDocuments:

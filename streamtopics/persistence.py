@@ -1,9 +1,9 @@
 """Saving and loading a whole StreamingTopicModel: one checksummed state file (:mod:`~streamtopics.state`).
 
 Each part writes and reads its own state (``state_dict`` / ``load_state_dict``): the ingest
-side (:class:`~streamtopics.ingest.Ingest`: vocabulary, :class:`~streamtopics.statistics.Statistics`,
+side (:class:`~streamtopics.ingest.Ingest`: vocabulary, :class:`~streamtopics.statistics.combined.Statistics`,
 reservoir, warm-up documents, counters, open vocabulary, excerpts), the refresh lineage
-(:class:`~streamtopics.lineage.RefreshState`: snapshot, warm start, ids, the events' memory), the
+(:class:`~streamtopics.refresh.lineage.RefreshState`: snapshot, warm start, ids, the events' memory), the
 refresh schedule and the topic history. This module only composes them with the configuration and
 the tokenizer, and turns anything that does not fit together into
 :class:`~streamtopics.state.CorruptStateError`, so a loaded model continues exactly where the saved
@@ -17,7 +17,7 @@ from pathlib import Path
 from .config import current_spelling
 from .history import TopicHistory
 from .state import CorruptStateError, read_state, write_state
-from .text import Tokenizer
+from .text.tokenizer import Tokenizer
 
 
 def save_model(model, path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .evaluation import relevance as relevance_of, top_word_ids
-from .labels import MAX_LABEL_WORDS, topic_labels
+from .refresh.labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
 EVENT_TYPES = ("birth", "death", "return", "change")  # what ``TopicSnapshot.events`` may say
@@ -32,10 +32,10 @@ class TopicSnapshot:
     (:meth:`mixture_components`), and their mixtures are reported over the topics alone.
 
     What a refresh says about each topic beyond its words, in column order: ``labels``, a short
-    distinct label (:mod:`~streamtopics.labels`; computed here when not given, so snapshots saved
+    distinct label (:mod:`~streamtopics.refresh.labels`; computed here when not given, so snapshots saved
     before labels existed get them on load); ``coherence``, the NPMI of its 10 most probable words
     over the documents the model keeps (None when it keeps none); ``representatives``, by topic
-    id, its best-matching kept documents (:mod:`~streamtopics.describe`; None when none are kept).
+    id, its best-matching kept documents (:mod:`~streamtopics.refresh.describe`; None when none are kept).
     """
 
     version: int

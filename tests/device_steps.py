@@ -14,13 +14,13 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.path.insert(0, str(Path(__file__).parent))
     import simulated_warps  # noqa: F401  (the simulator's missing shuffles)
 
-from streamtopics import gpu
-from streamtopics.collapsed import CollapsedShares
-from streamtopics.documents import DocumentBatch
+from streamtopics.refresh import gpu
+from streamtopics.refresh.collapsed import CollapsedShares
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
 from streamtopics.model import StreamingTopicModel
-from streamtopics.kl_tem import WordMajor, _m_step
-from streamtopics.refinement import HostRefinementSteps, refine_topics
+from streamtopics.refresh.kl_tem import WordMajor, _m_step
+from streamtopics.refresh.refinement import HostRefinementSteps, refine_topics
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"

@@ -1,9 +1,9 @@
 """Warp shuffles for numba's CUDA simulator, which lacks them (``shfl_xor_sync``, ``syncwarp``):
-enough for tests/device_steps.py to run streamtopics.gpu's warp kernels where there is no GPU.
+enough for tests/device_steps.py to run streamtopics.refresh.gpu's warp kernels where there is no GPU.
 
 The simulator runs each CUDA thread as a Python thread; here the 32 threads of a warp meet at a
 barrier, each leaves its value in its lane's slot and reads its partner's, and meet again before
-a slot can be overwritten. Every lane of a warp must call (streamtopics.gpu's kernels keep whole
+a slot can be overwritten. Every lane of a warp must call (streamtopics.refresh.gpu's kernels keep whole
 warps together, as the hardware's full-mask shuffles require)."""
 
 import threading

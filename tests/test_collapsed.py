@@ -1,15 +1,15 @@
-"""Sparse CVB0 (streamtopics.collapsed) against a plain reference sweep, its count invariants, its
+"""Sparse CVB0 (streamtopics.refresh.collapsed) against a plain reference sweep, its count invariants, its
 independence from the number of threads, and the refinement that runs it."""
 
 import numba
 import numpy as np
 import pytest
 
-from streamtopics.collapsed import CollapsedShares, _keep_largest, _update_word_topic
+from streamtopics.refresh.collapsed import CollapsedShares, _keep_largest, _update_word_topic
 from streamtopics.config import ModelConfig
-from streamtopics.documents import DocumentBatch
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.evaluation import matched_l1
-from streamtopics.refinement import refine_topics
+from streamtopics.refresh.refinement import refine_topics
 from streamtopics.synthetic import sample_documents, topic_proportions
 
 

@@ -13,7 +13,7 @@ from consumers.cli import options as cli_options
 from consumers.consumer_config import ConsumerConfig
 from streamtopics import StreamingTopicModel
 from streamtopics.config import ModelConfig, default, doc
-from streamtopics.river import AnchorTopics
+from streamtopics.integrations.river import AnchorTopics
 
 
 def test_every_setting_has_a_default_and_a_doc():

@@ -4,8 +4,8 @@ merge, and bit-exact save/load."""
 import numpy as np
 import pytest
 
-from streamtopics.cooccurrence import CooccurrenceStats
-from streamtopics.documents import DocumentBatch, EncodedDocument
+from streamtopics.statistics.cooccurrence import CooccurrenceStats
+from streamtopics.text.documents import DocumentBatch, EncodedDocument
 
 
 def random_documents(n_docs, n_words, seed):

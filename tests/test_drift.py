@@ -6,17 +6,17 @@ import time
 import numpy as np
 import pytest
 
-from streamtopics.alignment import l1_distances
-from streamtopics.cooccurrence import CooccurrenceStats
-from streamtopics.documents import DocumentBatch
+from streamtopics.refresh.alignment import l1_distances
+from streamtopics.statistics.cooccurrence import CooccurrenceStats
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.drifting import drifting_stream
-from streamtopics.forgetting import DecayedCounter
+from streamtopics.statistics.forgetting import DecayedCounter
 from streamtopics.history import TopicHistory
 from streamtopics.model import StreamingTopicModel
 from streamtopics.drift import DriftMonitor
 from streamtopics.schedule import RefreshSchedule
-from streamtopics.reservoir import Reservoir
-from streamtopics.trackers import RandomProjectionTracker
+from streamtopics.refresh.reservoir import Reservoir
+from streamtopics.statistics.trackers import RandomProjectionTracker
 
 
 def _random_batch(rng, n_docs, n_words, max_len=12):
@@ -438,7 +438,7 @@ def test_background_automatic_refresh():
 
 # ------------------------------------------------------------------ seeded refinement
 def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
-    from streamtopics.refinement import (HELD_TOLERANCE, HOLDOUT_EVERY, completion_log_likelihood, refine_topics,
+    from streamtopics.refresh.refinement import (HELD_TOLERANCE, HOLDOUT_EVERY, completion_log_likelihood, refine_topics,
                                          split_for_completion)
     from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
@@ -468,7 +468,7 @@ def test_refinement_never_lowers_heldout_likelihood_of_the_reservoir():
 
 
 def test_refinement_smoothing_is_a_pseudo_count_in_the_m_step():
-    from streamtopics.kl_tem import kl_tem_step
+    from streamtopics.refresh.kl_tem import kl_tem_step
 
     rng = np.random.default_rng(21)
     batch = _random_batch(rng, 40, 30, max_len=6)
@@ -504,7 +504,7 @@ def test_model_with_refinement_and_alpha_scale(tmp_path):
 
 
 def test_uniform_reservoir_is_bounded_and_order_independent():
-    from streamtopics.reservoir import Reservoir
+    from streamtopics.refresh.reservoir import Reservoir
 
     rng = np.random.default_rng(15)
     docs = [(np.array([i % 7, 7 + i % 5], np.int32), np.array([1.0, 2.0]), int(h))
@@ -521,7 +521,7 @@ def test_uniform_reservoir_is_bounded_and_order_independent():
 
 
 def test_merged_uniform_reservoirs_hold_the_whole_streams_sample():
-    from streamtopics.reservoir import Reservoir
+    from streamtopics.refresh.reservoir import Reservoir
 
     rng = np.random.default_rng(16)
     docs = [(np.array([i % 7], np.int32), np.array([1.0]), int(h)) for i, h in enumerate(rng.integers(0, 2**63, 400))]

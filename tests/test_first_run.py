@@ -83,8 +83,8 @@ def test_first_compile_is_true_with_an_empty_numba_cache_and_lists_the_library_k
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
                             env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
     assert result.stdout.startswith("True "), result.stderr
-    for module in ("streamtopics.cooccurrence", "streamtopics.inference", "streamtopics.recovery",
-                   "streamtopics.trackers"):
+    for module in ("streamtopics.statistics.cooccurrence", "streamtopics.inference", "streamtopics.refresh.l2_recovery",
+                   "streamtopics.statistics.tracker_kernels"):
         assert module in result.stdout
 
 
@@ -162,7 +162,7 @@ def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_
         model.learn_many(documents)
         model.refresh()
         print(model.last_refresh["refinement_sweeps"] > 0, compile_ahead() is None,
-              "streamtopics.recovery" in compiled, sorted(compiled & set(MODULES)))
+              "streamtopics.refresh.recovery" in compiled, sorted(compiled & set(MODULES)))
     """)
     result = subprocess.run([sys.executable, "-c", refresh], capture_output=True, text=True, cwd=ROOT, env=env,
                             timeout=600)

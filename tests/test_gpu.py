@@ -1,4 +1,4 @@
-"""The refinement on a CUDA device (streamtopics.gpu): its steps against the CPU's, and the
+"""The refinement on a CUDA device (streamtopics.refresh.gpu): its steps against the CPU's, and the
 setting that chooses it.
 
 The comparisons live in tests/device_steps.py and run in a child process: on the CUDA device
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamtopics.device import cuda_available
+from streamtopics.refresh.device import cuda_available
 from streamtopics.model import StreamingTopicModel
 from streamtopics.synthetic import semi_synthetic, separable_topics
 

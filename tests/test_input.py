@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
-from streamtopics.documents import key_hash
+from streamtopics.text.documents import key_hash
 
 WORDS = ["apple", "pear", "plum", "goal", "match", "team"]
 

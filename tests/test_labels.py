@@ -11,9 +11,9 @@ import pytest
 
 from consumers.cli.console import event_lines, topic_table
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.describe import EXCERPT_CHARS, DocumentExcerpts, excerpt_of, representative_documents
-from streamtopics.documents import key_hash
-from streamtopics.labels import topic_labels
+from streamtopics.refresh.describe import EXCERPT_CHARS, DocumentExcerpts, excerpt_of, representative_documents
+from streamtopics.text.documents import key_hash
+from streamtopics.refresh.labels import topic_labels
 from streamtopics.state import read_state, write_state
 
 THEMES = [["apple", "pear", "plum", "cherry", "fruit", "juice", "orchard", "peel"],
@@ -85,7 +85,7 @@ def test_a_dead_topic_keeps_the_label_it_had_when_last_seen():
     words = [w for w, _ in first.top_words(8, relevance=0.6)[lost]]
     label = first.label(lost)
     # the next refresh sees a snapshot where topic `lost` is gone
-    from streamtopics.recovery import recover_topics
+    from streamtopics.refresh.recovery import recover_topics
 
     view = model.statistics().view()
     anchors = np.array([model.vocabulary[w] for w in first.anchors[1:]])

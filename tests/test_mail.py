@@ -1,4 +1,4 @@
-"""Mail and news transport (streamtopics.mail) gives no tokens; what the author wrote does."""
+"""Mail and news transport (streamtopics.text.mail) gives no tokens; what the author wrote does."""
 
 import gzip
 import json
@@ -9,8 +9,8 @@ import pytest
 from suite_helpers import DATA  # beside this file (conftest.py)
 
 from streamtopics import StreamingTopicModel
-from streamtopics.mail import blank_mail_transport, strip_mail
-from streamtopics.text import Tokenizer
+from streamtopics.text.mail import blank_mail_transport, strip_mail
+from streamtopics.text.tokenizer import Tokenizer
 
 POST = ("From: jdoe@andrew.cmu.edu (John Doe)\n"
         "Subject: Re: Re: Shuttle launch delayed\n"

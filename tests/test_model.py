@@ -8,10 +8,10 @@ import pytest
 import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel
-from streamtopics.cooccurrence import DenseCooccurrence
+from streamtopics.statistics.cooccurrence import DenseCooccurrence
 from streamtopics.evaluation import matched_l1
-from streamtopics.anchor_selection import select_anchors
-from streamtopics.recovery import recover_topics
+from streamtopics.refresh.anchor_selection import select_anchors
+from streamtopics.refresh.recovery import recover_topics
 from streamtopics.synthetic import (
     dirichlet_topic_covariance, population_cooccurrence, semi_synthetic, separable_topics,
 )

@@ -1,4 +1,4 @@
-"""Rectified anchor search (streamtopics.rectification): the alternating projections against a
+"""Rectified anchor search (streamtopics.refresh.rectification): the alternating projections against a
 reference with exact eigendecompositions, the candidates' block against the plain sums, and the
 anchors it leads to on a planted truth and from the model."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from streamtopics import StreamingTopicModel
-from streamtopics.cooccurrence import DenseCooccurrence
-from streamtopics.rectification import candidate_block, rectified_rows, rectify
-from streamtopics.anchor_selection import select_anchors
+from streamtopics.statistics.cooccurrence import DenseCooccurrence
+from streamtopics.refresh.rectification import candidate_block, rectified_rows, rectify
+from streamtopics.refresh.anchor_selection import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 
@@ -83,7 +83,7 @@ def test_rectified_search_finds_one_planted_anchor_per_topic():
 
 
 def test_the_model_searches_rectified_rows_unless_told_not_to(monkeypatch):
-    import streamtopics.anchor_selection as refresh
+    import streamtopics.refresh.anchor_selection as refresh
 
     truth = separable_topics(400, 8, anchor_mass=0.05, seed=5)
     docs, _ = semi_synthetic(truth.topic_word, 1500, alpha=0.1, doc_length=80, seed=1)

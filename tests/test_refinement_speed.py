@@ -4,10 +4,10 @@ KL-tEM monotone, stopping once the held-out score has peaked, and one mixture fi
 import numpy as np
 import pytest
 
-from streamtopics.documents import DocumentBatch
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
-from streamtopics.kl_tem import SINGLE, kl_tem_step
-from streamtopics.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, refine_topics
+from streamtopics.refresh.kl_tem import SINGLE, kl_tem_step
+from streamtopics.refresh.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 
@@ -44,8 +44,8 @@ def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_roun
 
 
 def test_the_compiled_split_is_the_documented_one():
-    from streamtopics.kl_tem import WordMajor
-    from streamtopics.refinement import _split_reservoir, split_for_completion
+    from streamtopics.refresh.kl_tem import WordMajor
+    from streamtopics.refresh.refinement import _split_reservoir, split_for_completion
     rng = np.random.default_rng(3)
     pairs = []
     for n in [0, 1, 2, 3, 1, 7, 4, 0, 5, 2, 6]:  # documents of 0 and 1 entries too

@@ -11,9 +11,9 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist, pdist
 
-from streamtopics.alignment import l1_distances
-from streamtopics.l2_recovery import recover_l2
-from streamtopics.warm_start import match_columns
+from streamtopics.refresh.alignment import l1_distances
+from streamtopics.refresh.l2_recovery import recover_l2
+from streamtopics.refresh.warm_start import match_columns
 
 
 def hungarian(previous, current):
@@ -58,7 +58,7 @@ def test_recovery_solves_as_it_did_before_the_gathered_block_factorisation(monke
     """Working sets large enough for the gathered block (K = 40, supports of 20-30 words) against the
     hand-written factorisation alone: the same coefficients to rounding, and whole solves with
     the same iterations warm and cold."""
-    import streamtopics.l2_recovery as recovery
+    import streamtopics.refresh.l2_recovery as recovery
 
     rng = np.random.default_rng(1)
     k, v = 40, 600
@@ -100,7 +100,7 @@ def test_recovery_solves_as_it_did_before_the_gathered_block_factorisation(monke
 def test_the_active_sets_linear_solve_matches_numpy_and_reports_a_singular_system():
     """The bordered system's fallback solve (no exception inside compiled code: a caught one leaks
     the arrays alive at the raise) against numpy's LAPACK solve; a singular system says so."""
-    from streamtopics.l2_recovery import _solve_in_place
+    from streamtopics.refresh.l2_recovery import _solve_in_place
 
     rng = np.random.default_rng(3)
     for n in (2, 7, 41):
@@ -141,7 +141,7 @@ def test_a_singular_gram_matrix_does_not_leak_memory():
 def test_the_anchor_search_runs_blas_on_one_thread_and_gives_the_pool_back(monkeypatch):
     from threadpoolctl import threadpool_info
 
-    import streamtopics.anchor_selection as refresh
+    import streamtopics.refresh.anchor_selection as refresh
     from streamtopics import StreamingTopicModel
     from streamtopics.synthetic import semi_synthetic, separable_topics
 
@@ -183,7 +183,7 @@ def test_the_finish_schedule_changes_when_the_active_set_runs_not_the_solution()
     wrong support (anchors that moved) starts again from uniform and repeats the cold solve
     exactly; every solution is the simplex least-squares minimiser of a plain projected-gradient
     reference."""
-    from streamtopics import l2_recovery as recovery
+    from streamtopics.refresh import l2_recovery as recovery
 
     rng = np.random.default_rng(3)
     k, n_features, n_words = 12, 300, 40

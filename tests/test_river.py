@@ -29,7 +29,7 @@ import pytest
 import river
 from river import checks, compose, datasets, feature_extraction, preprocessing
 
-from streamtopics.river import AnchorTopics, _infer_one
+from streamtopics.integrations.river import AnchorTopics, _infer_one
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -363,13 +363,13 @@ def test_in_a_classification_pipeline():
 
 
 def test_module_name_does_not_shadow_river():
-    import streamtopics.river as ours
+    import streamtopics.integrations.river as ours
 
     assert ours.base is river.base and "site-packages" in river.__file__
-    code = "import streamtopics.river, river; print(river.__file__)"
+    code = "import streamtopics.integrations.river, river; print(river.__file__)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert "site-packages" in out.stdout
-    broken = subprocess.run([sys.executable, "-c", "import streamtopics.river"], cwd=REPO / "streamtopics",
+    broken = subprocess.run([sys.executable, "-c", "import streamtopics.integrations.river"], cwd=REPO / "streamtopics" / "integrations",
                             capture_output=True, text=True)
     assert broken.returncode != 0 and "Start Python from another folder" in broken.stderr
 

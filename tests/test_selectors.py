@@ -9,11 +9,11 @@ from scipy.spatial.distance import cdist
 
 from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1, matched_l1_per_topic
-from streamtopics.anchor_selection import select_anchors
-from streamtopics.recovery import recover_topics
+from streamtopics.refresh.anchor_selection import select_anchors
+from streamtopics.refresh.recovery import recover_topics
 from streamtopics.swimmer import swimmer_corpus, swimmer_limb_topics
 from streamtopics.synthetic import semi_synthetic, separable_topics
-from streamtopics.trackers import RandomProjectionTracker, n_projections_for_topics
+from streamtopics.statistics.trackers import RandomProjectionTracker, n_projections_for_topics
 
 METHODS = ("fastanchors", "rp", "hybrid")
 
@@ -252,7 +252,7 @@ def test_merged_models_merge_their_trackers(separable):
 
 
 def test_sticky_anchors_keep_a_previous_anchor_unless_a_word_is_clearly_farther():
-    from streamtopics.anchors import fast_anchor_words
+    from streamtopics.refresh.anchors import fast_anchor_words
 
     vertices = np.eye(3)
     inner = 0.95 * vertices[2] + 0.025 * (vertices[0] + vertices[1])  # the last refresh's anchor

@@ -8,13 +8,13 @@ import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel
 from streamtopics.config import SKETCH_ABOVE_WORDS, ModelConfig
-from streamtopics.cooccurrence import CooccurrenceStats
-from streamtopics.documents import DocumentBatch
+from streamtopics.statistics.cooccurrence import CooccurrenceStats
+from streamtopics.text.documents import DocumentBatch
 from streamtopics.evaluation import matched_l1
-from streamtopics import sketch as sketch_module
-from streamtopics import sketch_view
-from streamtopics.sketch import SketchedCooccurrence, gaussian_rows
-from streamtopics.sketch_view import LowRankView, low_rank
+from streamtopics.statistics import sketch as sketch_module
+from streamtopics.statistics import sketch_view
+from streamtopics.statistics.sketch import SketchedCooccurrence, gaussian_rows
+from streamtopics.statistics.sketch_view import LowRankView, low_rank
 from streamtopics.synthetic import separable_topics, semi_synthetic
 
 V, S, R, SEED = 300, 24, 8, 5

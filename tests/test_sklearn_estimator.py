@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from streamtopics import StreamingTopicModel
-from streamtopics.sklearn import StreamingTopicsEstimator
+from streamtopics.integrations.sklearn import StreamingTopicsEstimator
 
 from test_labels import texts
 
@@ -41,7 +41,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
 
 
 def test_the_module_does_not_import_scikit_learn():
-    code = "import sys, streamtopics.sklearn; assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    code = "import sys, streamtopics.integrations.sklearn; assert 'sklearn' not in sys.modules, 'sklearn imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

@@ -1,4 +1,4 @@
-"""learn_many on raw text encodes ASCII texts in one compiled pass (streamtopics.text_batch); the
+"""learn_many on raw text encodes ASCII texts in one compiled pass (streamtopics.text.batch_encoder); the
 model must end exactly where learn_one, one document at a time, takes it."""
 
 import gzip
@@ -9,10 +9,10 @@ import pytest
 from suite_helpers import DATA  # beside this file (conftest.py)
 
 from streamtopics import StreamingTopicModel
-from streamtopics.documents import key_hash
-from streamtopics.text import Tokenizer
-from streamtopics.text_batch import TextBatchEncoder
-from streamtopics.vocabulary import Vocabulary
+from streamtopics.text.documents import key_hash
+from streamtopics.text.tokenizer import Tokenizer
+from streamtopics.text.batch_encoder import TextBatchEncoder
+from streamtopics.text.vocabulary import Vocabulary
 
 EDGE_CASES = ["", "the and of", "123 456 __ --", "naïve café résumé words", "Apple APPLE apple, apples!",
               b"bytes are decoded per document", ["token", "list"], {"counted": 2.0}, "x" * 40, "ab cd ef",
@@ -70,7 +70,7 @@ def test_the_encoder_finds_what_the_tokenizer_and_the_vocabulary_find():
 def test_the_last_text_ends_at_the_end_of_the_buffer():
     """The kernel must not read the byte after the buffer: here a letter that would make the
     last word "apples"."""
-    from streamtopics.text_batch import _encode
+    from streamtopics.text.batch_encoder import _encode
     encoder = TextBatchEncoder(Tokenizer(), Vocabulary(["apple"]))
     data = np.frombuffer(b"apple\napple" + b"s", np.uint8)[:11]
     out = _encode(data, np.array([0, 6, 12]), encoder.slots, encoder.letters, encoder.offsets, encoder.ids, 3)

@@ -10,10 +10,10 @@ import pytest
 import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel, Tokenizer, TopicSnapshot
-from streamtopics.alignment import align_topics, top_word_overlap
+from streamtopics.refresh.alignment import align_topics, top_word_overlap
 from streamtopics.evaluation import matched_l1, relevance, top_word_ids
 from streamtopics.inference import infer_mixtures
-from streamtopics.anchor_selection import select_anchors
+from streamtopics.refresh.anchor_selection import select_anchors
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -258,7 +258,7 @@ def test_a_topic_that_returns_within_the_grace_keeps_its_id_without_events(truth
     first = model.refresh()
     lost = first.topic_ids[0]
     # hide topic `lost` from one snapshot by publishing a recovery without its column
-    from streamtopics.recovery import recover_topics
+    from streamtopics.refresh.recovery import recover_topics
 
     view = model.statistics().view()
     anchors = np.array([model.vocabulary[w] for w in first.anchors])
@@ -286,7 +286,7 @@ def _grace_model(truth, **settings):
 
 
 def _publish_with_anchors(model, view, anchors):
-    from streamtopics.recovery import recover_topics
+    from streamtopics.refresh.recovery import recover_topics
 
     return model.lineage.publish(recover_topics(view, anchors, background=True), model.vocabulary, view.n_docs)
 
@@ -300,7 +300,7 @@ def test_a_topic_that_flickers_for_one_refresh_makes_no_event(truth):
     # one refresh whose topic 0 is anchored elsewhere: a new topic in place of an old one (the
     # most frequent other word whose topic the alignment does not take for an old one: replacing
     # an anchor can hand the old topic's mass to the newcomer, which then is the old topic)
-    from streamtopics.recovery import recover_topics
+    from streamtopics.refresh.recovery import recover_topics
 
     other = next(i for i in np.argsort(-np.asarray(view.document_frequency))
                  if i not in anchors and WORDS[i].startswith("w")

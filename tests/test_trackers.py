@@ -8,13 +8,13 @@ import numba
 import numpy as np
 import pytest
 
-from streamtopics.candidate_clustering import (
+from streamtopics.refresh.candidate_clustering import (
     cluster_candidates,
     default_cluster_threshold,
     rp_anchor_groups,
 )
-from streamtopics.directions import document_directions
-from streamtopics.trackers import (
+from streamtopics.statistics.directions import document_directions
+from streamtopics.statistics.trackers import (
     DEFAULT_N_PROJECTIONS,
     RandomProjectionTracker,
     n_projections_for_topics,

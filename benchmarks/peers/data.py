@@ -9,7 +9,7 @@ anchor-word method are separable by construction (every topic has an anchor word
 assumption our method relies on; LDA peers do not need it.
 
 Real streams: the training part, in the file's order, is the stream; held-out documents are a
-seeded sample of the test part. Text is tokenized with :class:`streamtopics.text.Tokenizer`
+seeded sample of the test part. Text is tokenized with :class:`streamtopics.text.tokenizer.Tokenizer`
 (defaults) and the vocabulary is the ``vocabulary_size`` words of highest document frequency in
 the training part (ties broken alphabetically).
 """
@@ -90,7 +90,7 @@ def real_texts(corpus: str, data: Path = DATA):
 
 
 def real_stream(corpus: str, n_heldout: int, vocabulary_size: int = 5000, data: Path = DATA):
-    from streamtopics.text import Tokenizer
+    from streamtopics.text.tokenizer import Tokenizer
 
     train_texts, test_texts, note = real_texts(corpus, data)
     tokenizer = Tokenizer(strip_mail=False)  # the corpus as first defined, so figures stay comparable

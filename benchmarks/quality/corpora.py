@@ -1,7 +1,7 @@
 """Real corpora as a user would prepare them: tokenized, stop words out, rare and ubiquitous
 words out, split into train and test.
 
-Tokens come from :class:`streamtopics.text.Tokenizer` (its shipped English stop list, words of
+Tokens come from :class:`streamtopics.text.tokenizer.Tokenizer` (its shipped English stop list, words of
 3+ letters, mail transport not stripped: the corpora as first defined, so that figures recorded
 before ``strip_mail`` stay comparable). The vocabulary is fitted on the training split: words in at least ``MIN_DF``
 training documents and in at most ``MAX_DF_FRACTION`` of them, the ``VOCABULARY_SIZE`` of
@@ -87,7 +87,7 @@ def _counts(texts, index, tokenizer) -> sp.csr_matrix:
 @lru_cache(maxsize=None)
 def load(name: str) -> Corpus:
     """Corpus ``name``, tokenized and filtered (cached per process)."""
-    from streamtopics.text import Tokenizer
+    from streamtopics.text.tokenizer import Tokenizer
 
     train_texts, test_texts, note = raw_texts(name)
     tokenizer = Tokenizer(strip_mail=False)

@@ -32,7 +32,7 @@ class OursVariant(Ours):
     def with_background(self):
         """(columns, infer) of the whole mixture, background column included when there is one:
         what our model itself predicts a document's words with."""
-        from streamtopics.documents import DocumentBatch
+        from streamtopics.text.documents import DocumentBatch
         from streamtopics.inference import infer_mixtures
 
         columns, prior = self.model.snapshot.mixture_components()

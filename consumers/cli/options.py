@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from streamtopics import config as model_config
-from streamtopics.text import configured_tokenizer
+from streamtopics.text.tokenizer import configured_tokenizer
 
 from ..consumer_config import STOP_WORDS_HELP, STRIP_MAIL_HELP
 from ..extras import require

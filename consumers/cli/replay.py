@@ -211,7 +211,7 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
       streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 20000 --dask local:4
     """
     if refine_device == "cuda":  # said now, not at the first refresh after the warm-up documents
-        from streamtopics.gpu import cuda_available
+        from streamtopics.refresh.gpu import cuda_available
 
         if not cuda_available():
             raise click.UsageError("--refine-device cuda: numba finds no CUDA device (auto falls back on the CPU)")

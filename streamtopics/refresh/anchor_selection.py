@@ -1,0 +1,259 @@
+"""Anchor selection: the refresh's anchors step, a table of selectors (docs/design.md, "Anchor words").
+
+:data:`ANCHOR_SELECTORS` maps each ``anchor_method`` to its selector; every selector takes one
+:class:`AnchorRequest` and returns K word ids, so a new selector is a function and an entry.
+:func:`select_anchors` builds the request (the frequent words under the document-frequency
+ceiling, with some mass, are every selector's candidates) and runs the selector on one BLAS
+thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
+from .candidate_clustering import rp_anchor_groups
+from .rectification import rectified_rows
+from .statistics_view import normalised_rows
+
+
+class NotEnoughCandidatesError(ValueError):
+    """Fewer candidate anchor words than topics: the stream is too young (or K too large)."""
+
+
+#: Default relative support of the tracker-based selectors: a word is eligible when it occurs in at
+#: least this fraction of the documents seen (the tracker's ranking needs a threshold that grows
+#: with M, see :mod:`~streamtopics.statistics.trackers`), and in at least ``min_df`` documents.
+DEFAULT_RP_MIN_SUPPORT = 0.005
+
+
+def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
+    """Words eligible for the tracker's candidates: document frequency at least ``min_df`` and at
+    least the fraction ``min_support`` of the documents seen, and some mass."""
+    df = np.asarray(view.document_frequency)
+    need = max(float(min_df), float(min_support) * float(view.n_docs))
+    return (df >= need) & (np.asarray(view.word_mass) > 0)
+
+
+@dataclass(frozen=True)
+class AnchorRequest:
+    """What every selector is given: the statistics ``view``, the ``candidates`` (words with
+    document frequency at least ``min_df`` under the ceiling, the most frequent, with some mass;
+    ``frequency`` is the document frequency with the words over the ceiling at 0) and the
+    settings; see :func:`select_anchors` for each."""
+
+    method: str
+    view: object
+    n_topics: int
+    min_df: int
+    frequency: np.ndarray
+    candidates: np.ndarray
+    projection_dim: int | None
+    cleanup: bool
+    seed: int
+    tracker: object
+    min_support: float
+    previous: np.ndarray | None
+    stickiness: float
+    rectify: int
+
+
+def fast_anchors(request: AnchorRequest) -> np.ndarray:
+    """``"fastanchors"``: FastAnchorWords over the Qbar rows of the candidates, sticky to the
+    ``previous`` anchors, which also stay candidates down to half of ``min_df`` (the floor grows
+    with the stream; without this a young stream's topics lose their anchors); over the rows of
+    the candidates' rectified co-occurrence block when ``rectify`` > 0."""
+    r = request
+    candidates, keep = r.candidates, None
+    if r.previous is not None:
+        previous = np.asarray(r.previous, dtype=np.int64)
+        held = previous[r.frequency[previous] >= r.min_df / 2]
+        candidates = np.union1d(candidates, held)
+        candidates = candidates[r.view.word_mass[candidates] > 0]
+        keep = np.searchsorted(candidates, previous[np.isin(previous, candidates)])
+    if candidates.size < r.n_topics:
+        raise _not_enough(candidates.size, r.min_df, r.n_topics)
+    if r.rectify > 0:
+        try:
+            rows = rectified_rows(r.view, candidates, r.n_topics, r.rectify, r.seed)
+            return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness)]
+        except DependentRowsError:
+            pass  # rectified to fewer than K dimensions (a few documents over a few words): the raw rows
+    rows = _candidate_rows(r.view, candidates, r.projection_dim, r.seed)
+    return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness)]
+
+
+def random_projection_anchors(request: AnchorRequest) -> np.ndarray:
+    """``"rp"``: the tracker's candidates clustered into K groups
+    (:func:`~streamtopics.refresh.candidate_clustering.rp_anchor_groups`), each group's first (strongest)
+    word; with fewer than K groups, greedy FastAnchorWords steps over the other candidates
+    complete them, starting from the span of the groups' anchors."""
+    r = request
+    mask = _tracker_support(r)
+    groups = rp_anchor_groups(r.tracker, mask, r.n_topics, lambda ids: _few_rows(r.view, ids, r.projection_dim, r.seed))
+    anchors = np.array([g[0] for g in groups], dtype=np.int64)
+    if anchors.size >= r.n_topics:
+        return anchors[: r.n_topics]
+    # fewer groups than topics: complete with farthest-point steps over the other frequent
+    # words (the groups' other members are near their representative: left out)
+    pool = np.union1d(anchors, np.setdiff1d(r.candidates, np.concatenate(groups) if groups else anchors))
+    if pool.size < r.n_topics:
+        raise _not_enough(pool.size, r.min_df, r.n_topics)
+    rows = _candidate_rows(r.view, pool, r.projection_dim, r.seed)
+    fixed = np.searchsorted(pool, anchors)
+    more = _extend_anchors(rows, fixed, r.n_topics - anchors.size)
+    anchors = np.concatenate([anchors, pool[more]])
+    if anchors.size < r.n_topics:
+        raise _not_enough(anchors.size, r.min_df, r.n_topics)
+    return anchors
+
+
+def hybrid_anchors(request: AnchorRequest) -> np.ndarray:
+    """``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
+    of V); with fewer than K of them, the most frequent other eligible words join them."""
+    r = request
+    mask = _tracker_support(r)
+    pool = r.tracker.candidates(mask)
+    if pool.size < r.n_topics:
+        eligible = np.flatnonzero(mask)
+        if eligible.size < r.n_topics:
+            eligible = r.candidates
+        order = np.lexsort((eligible, -np.asarray(r.view.document_frequency)[eligible]))
+        extra = eligible[order][~np.isin(eligible[order], pool)][: r.n_topics - pool.size]
+        pool = np.union1d(pool, extra.astype(np.int64))
+        if pool.size < r.n_topics:
+            raise _not_enough(pool.size, r.min_df, r.n_topics)
+    rows = _few_rows(r.view, pool, r.projection_dim, r.seed)
+    return pool[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup)]
+
+
+#: The selectors by ``anchor_method``: each takes an :class:`AnchorRequest`, returns K word ids.
+ANCHOR_SELECTORS = {
+    "fastanchors": fast_anchors,
+    "rp": random_projection_anchors,
+    "hybrid": hybrid_anchors,
+}
+ANCHOR_METHODS = tuple(ANCHOR_SELECTORS)
+
+ANCHOR_SEARCH_BLAS_THREADS = 1  # BLAS/LAPACK threads in the anchor search (see select_anchors)
+
+
+@threadpool_limits.wrap(limits=ANCHOR_SEARCH_BLAS_THREADS, user_api="blas")
+def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None = None,
+                   projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
+                   method: str = "fastanchors", tracker=None,
+                   min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
+                   previous=None, stickiness: float = 0.0, rectify: int = 0) -> np.ndarray:
+    """K anchor word ids by the selector named ``method`` (:data:`ANCHOR_SELECTORS`):
+
+    ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
+    frequency >= ``min_df``, the ``max_candidates`` most frequent).
+    ``"rp"``: the random-projection tracker's candidates clustered into K groups
+    (:func:`~streamtopics.refresh.candidate_clustering.rp_anchor_groups`), each group's first (strongest) word; if
+    there are fewer than K groups, the remaining anchors are greedy FastAnchorWords steps over
+    the other frequent words, starting from the span of the groups' anchors.
+    ``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
+    of V); if there are fewer than K candidates, the most frequent other eligible words join them.
+
+    ``tracker`` (a :class:`~streamtopics.statistics.trackers.RandomProjectionTracker` fed the same documents
+    as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
+    threshold (:func:`support_mask`). Words in more than ``max_df`` documents are never anchors.
+    ``previous`` (word ids of the last refresh's anchors) and ``stickiness``: sticky anchors for
+    ``"fastanchors"`` (:func:`~streamtopics.refresh.anchors.fast_anchor_words`); a previous anchor also
+    stays a candidate while its document frequency is at least half of ``min_df``. The
+    tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
+    candidates' rows of their co-occurrence block after that many alternating-projection steps
+    (:mod:`~streamtopics.refresh.rectification`) instead of their (projected) full rows.
+
+    The search runs its BLAS and LAPACK calls on one thread (:data:`ANCHOR_SEARCH_BLAS_THREADS`):
+    they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz
+    eigenproblems), and split over OpenBLAS's pool each call waits for its slowest thread, which
+    on a machine shared with other work made the phase swing from 0.3 to 20 s (BENCHMARKS.md,
+    "Tried and not adopted"; ``git show 8e056d1:BENCHMARKS.md``, "One BLAS thread for the anchor
+    search").
+    """
+    selector = ANCHOR_SELECTORS.get(method)
+    if selector is None:
+        raise ValueError(f"unknown anchor method {method!r}; use one of {ANCHOR_METHODS}")
+    frequency = np.asarray(view.document_frequency)
+    if max_df is not None:  # the ceiling first: the cap then keeps the most frequent words under it
+        frequency = np.where(frequency <= max_df, frequency, 0)
+    candidates = candidate_words(frequency, min_df, max_candidates)
+    candidates = candidates[view.word_mass[candidates] > 0]
+    return selector(AnchorRequest(method, view, n_topics, min_df, frequency, candidates, projection_dim, cleanup, seed,
+                                  tracker, min_support, previous, stickiness, rectify))
+
+
+def _tracker_support(request: AnchorRequest) -> np.ndarray:
+    """The tracker-based selectors' eligible words (:func:`support_mask`), once the tracker is
+    checked to be there and to cover the statistics' words."""
+    r = request
+    if r.tracker is None:
+        raise ValueError(f"anchor method {r.method!r} needs a RandomProjectionTracker")
+    if r.tracker.n_words != r.view.n_words:
+        raise ValueError(f"the tracker has {r.tracker.n_words} words, the statistics {r.view.n_words}")
+    return support_mask(r.view, r.min_df, r.min_support)
+
+
+def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, seed: int, chunk: int = 512) -> np.ndarray:
+    """Qbar rows of the candidates, randomly projected a chunk at a time when asked, so that at
+    most ``chunk`` full rows exist at once (3,000 full rows at V = 15,000 would take 360 MB)."""
+    if not projection_dim or projection_dim >= view.n_words:
+        return normalised_rows(view, candidates)
+    projection = random_projection(view.n_words, projection_dim, seed)
+    return np.vstack([normalised_rows(view, candidates[s : s + chunk]) @ projection
+                      for s in range(0, candidates.size, chunk)])
+
+
+def _extend_anchors(rows: np.ndarray, fixed: np.ndarray, n_more: int) -> np.ndarray:
+    """Greedy farthest-point (Gram-Schmidt) steps of FastAnchorWords started from the span of the
+    rows at positions ``fixed``: positions of up to ``n_more`` further rows (fewer when the rows
+    run out of independent directions)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    residual = np.einsum("ij,ij->i", rows, rows)
+    tiny = 1e-24 * max(1.0, float(residual.max(initial=0.0)))
+    basis: list[np.ndarray] = []
+    taken = np.zeros(rows.shape[0], bool)
+    picks: list[int] = []
+
+    def add(position: int) -> None:
+        nonlocal residual
+        taken[position] = True
+        direction = rows[position].copy()
+        for u in basis:  # modified Gram-Schmidt
+            direction -= (direction @ u) * u
+        norm = np.linalg.norm(direction)
+        if norm ** 2 <= tiny:
+            return
+        u = direction / norm
+        basis.append(u)
+        residual = np.maximum(residual - (rows @ u) ** 2, 0.0)
+
+    for position in np.asarray(fixed, dtype=np.int64):
+        add(int(position))
+    while len(picks) < n_more:
+        score = np.where(taken, -1.0, residual)
+        position = int(np.argmax(score))
+        if score[position] <= tiny:
+            break
+        picks.append(position)
+        add(position)
+    return np.asarray(picks, dtype=np.int64)
+
+
+def _few_rows(view, ids: np.ndarray, projection_dim: int | None, seed: int) -> np.ndarray:
+    """Qbar rows of a few words (the tracker's candidates): projected only when there are more
+    rows than projection dimensions, since drawing the V x projection_dim matrix costs more than
+    a few hundred full rows."""
+    few = not projection_dim or ids.size <= projection_dim
+    return _candidate_rows(view, ids, None if few else projection_dim, seed)
+
+
+def _not_enough(n_candidates: int, min_df: int, n_topics: int) -> NotEnoughCandidatesError:
+    return NotEnoughCandidatesError(
+        f"{n_candidates} words occur in at least {min_df} documents; {n_topics} topics need "
+        f"at least {n_topics} candidate anchors (absorb more documents or lower anchor_min_df)"
+    )

@@ -1,0 +1,184 @@
+"""What a refresh says about its topics from the documents the model keeps: their coherence and
+their representative documents.
+
+Both are computed at refresh time over the refinement reservoir (a bounded sample of the stream,
+:class:`~streamtopics.refresh.reservoir.Reservoir`) and never on the ingest path: ingest computes no
+topic mixtures (the drift monitor aside, which is off by default), and inferring every document's
+mixture there would cost more than the co-occurrence update itself. The refresh already holds the
+reservoir; one inference pass over ``POOL`` of its documents (at most ``MIXTURE_UPDATES``
+multiplicative updates each) and the NPMI over all of them take about 4% of a refresh (0.05 s of
+1.3 s at K = 20, 0.1 s of 2 s at K = 50, 8,000 kept docstrings, 2 shared cores; 50 updates over
+all 8,000 took 0.2 s at K = 20).
+
+* :func:`topic_coherence`: NPMI of each topic's 10 most probable words
+  (:func:`~streamtopics.evaluation.coherence_npmi`) with the reservoir as reference corpus.
+* :func:`representative_documents`: per topic the ``per_topic`` documents of largest mixture
+  weight on it among ``POOL`` kept ones, with their words and, where the model saw text, the document's key and
+  the beginning of its text from :class:`DocumentExcerpts`.
+* :class:`DocumentExcerpts`: the key and first ``EXCERPT_CHARS`` characters of the documents the
+  reservoir keeps. Same capacity and same rule as the reservoir (the smallest key hashes, or the
+  most recent documents), so its documents are the reservoir's: at most ``reservoir_size``
+  excerpts (about 8 MB at the default 16,000). Ingest pays one comparison per document, and a
+  heap push and a string slice for the documents it keeps; a batch of raw text compares all its
+  key hashes with :meth:`DocumentExcerpts.bound` at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..text.documents import DocumentBatch
+from ..evaluation import coherence_npmi
+from ..inference import infer_mixtures
+
+EXCERPT_CHARS = 200  # characters of a document's text kept to show it
+COHERENCE_WORDS = 10  # top words whose pairs the NPMI averages
+REPRESENTATIVES = 3  # documents shown per topic
+DOCUMENT_WORDS = 10  # words shown of a representative document (its most frequent)
+MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly it)
+POOL = 2000  # kept documents ranked for representatives (evenly spaced over the reservoir)
+SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
+# to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
+# 8e056d1:BENCHMARKS.md`, "A faster warm refresh")
+
+
+def excerpt_of(document) -> str | None:
+    """The beginning of a document's text, whitespace collapsed (None for a document given as
+    tokens or counts: there is no text to show)."""
+    if isinstance(document, (bytes, bytearray, memoryview)):
+        document = bytes(document[: 4 * EXCERPT_CHARS]).decode("utf-8", "replace")
+    if not isinstance(document, str):
+        return None
+    return " ".join(document[: 2 * EXCERPT_CHARS].split())[:EXCERPT_CHARS].rstrip()  # idempotent
+
+
+def _shown_key(key):
+    if key is None or isinstance(key, (int, str)):
+        return key
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key).decode("utf-8", "replace")
+    return str(key)
+
+
+class DocumentExcerpts:
+    """Key and text excerpt of the documents a :class:`~streamtopics.refresh.reservoir.Reservoir` of the
+    same ``capacity`` and ``kind`` keeps, by key hash (see the module docstring).
+
+    >>> excerpts = DocumentExcerpts(capacity=2, kind="uniform")
+    >>> for key_hash, text in [(30, "third"), (10, "first"), (20, "second")]:
+    ...     excerpts.add(key_hash, f"doc-{key_hash}", text)
+    >>> sorted(excerpts.items())
+    [(10, 'doc-10', 'first'), (20, 'doc-20', 'second')]
+    """
+
+    def __init__(self, capacity: int, kind: str = "recent"):
+        if kind not in ("recent", "uniform"):
+            raise ValueError("excerpts follow a 'recent' or 'uniform' reservoir")
+        self.capacity = int(capacity)
+        self.kind = kind
+        self.kept: dict[int, tuple] = {}  # key hash -> (key, beginning of the text); recent: oldest first
+        self.largest: list[int] = []  # uniform: negated kept hashes, largest kept hash on top
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def add(self, key_hash: int, key, document) -> None:
+        """Offer a document (raw text, bytes or any other form; only text is kept). Kept as given
+        (a prefix of it): the excerpt is made when it is read, so ingest only slices."""
+        if self.kind == "recent":
+            self.kept.pop(key_hash, None)
+        elif key_hash in self.kept or (len(self.kept) >= self.capacity and key_hash >= -self.largest[0]):
+            return
+        if isinstance(document, str):
+            prefix = document[: 2 * EXCERPT_CHARS]
+        elif isinstance(document, (bytes, bytearray, memoryview)):
+            prefix = bytes(document[: 4 * EXCERPT_CHARS])
+        else:
+            return
+        self.kept[key_hash] = (key, prefix)
+        if self.kind == "recent":
+            if len(self.kept) > self.capacity:
+                del self.kept[next(iter(self.kept))]
+            return
+        heapq.heappush(self.largest, -key_hash)
+        if len(self.kept) > self.capacity:
+            del self.kept[-heapq.heappop(self.largest)]
+
+    def bound(self) -> int | None:
+        """Uniform and full: the largest kept key hash (a document with this hash or a larger one
+        is not kept); None when any document may be kept (not full, or recent)."""
+        if self.kind == "uniform" and len(self.kept) >= self.capacity:
+            return -self.largest[0]
+        return None
+
+    def get(self, key_hash: int) -> tuple | None:
+        """``(key, excerpt)`` of a kept document, or None."""
+        kept = self.kept.get(int(key_hash))
+        return None if kept is None else (_shown_key(kept[0]), excerpt_of(kept[1]))
+
+    def items(self) -> list[tuple]:
+        """``(key_hash, key, excerpt)`` of every kept document (recent: oldest first)."""
+        return [(h, _shown_key(key), excerpt_of(prefix)) for h, (key, prefix) in self.kept.items()]
+
+    def merge(self, other: "DocumentExcerpts") -> "DocumentExcerpts":
+        """Add another sub-stream's excerpts (as :meth:`Reservoir.merge` adds its documents)."""
+        for key_hash, key, text in other.items():
+            self.add(key_hash, key, text)
+        return self
+
+    @classmethod
+    def from_items(cls, capacity: int, kind: str, items) -> "DocumentExcerpts":
+        excerpts = cls(capacity, kind)
+        for key_hash, key, text in items:
+            excerpts.add(int(key_hash), key, text)
+        return excerpts
+
+
+def _known(batch: DocumentBatch, n_words: int) -> DocumentBatch:
+    """The batch without the words the snapshot has no row for (admitted after it)."""
+    if not batch.indices.size or batch.indices.max() < n_words:
+        return batch
+    return batch.keep_entries(batch.indices < n_words)
+
+
+def topic_coherence(snapshot, batch: DocumentBatch) -> np.ndarray:
+    """NPMI of each topic's ``COHERENCE_WORDS`` most probable words over ``batch`` (K, in
+    column order; in [-1, 1], higher is more coherent)."""
+    n_words = snapshot.topic_word.shape[0]
+    batch = _known(batch, n_words)
+    reference = sp.csr_matrix((batch.counts, batch.indices, batch.indptr), shape=(len(batch), n_words))
+    npmi = coherence_npmi(snapshot.topic_word, reference, min(COHERENCE_WORDS, n_words))
+    return np.nan_to_num(npmi, nan=0.0)
+
+
+def representative_documents(snapshot, batch: DocumentBatch, excerpts: DocumentExcerpts | None = None,
+                             per_topic: int = REPRESENTATIVES, pool: int = POOL) -> dict[int, list[dict]]:
+    """By topic id, the ``per_topic`` documents with the largest mixture weight on the topic
+    (ties: the longer first) among ``pool`` documents of ``batch`` evenly spaced over it (all
+    when it holds no more), each ``{"key", "weight", "words"}`` plus ``"text"`` when
+    ``excerpts`` holds the document's text (``"key"`` is then its key, else None)."""
+    if len(batch) > pool:
+        batch = batch.select(np.arange(0, len(batch), -(-len(batch) // pool)))
+    batch = _known(batch, snapshot.topic_word.shape[0])
+    columns, prior = snapshot.mixture_components()
+    weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES, single=SINGLE))
+    lengths = batch.token_counts()
+    vocabulary = snapshot.vocabulary
+    out = {}
+    for k, topic in enumerate(snapshot.topic_ids):
+        order = np.lexsort((-lengths, -np.round(weights[:, k], 4)))[:per_topic]
+        chosen = []
+        for d in order.tolist():
+            ids, counts = batch.indices[batch.indptr[d]:batch.indptr[d + 1]], batch.counts[batch.indptr[d]:batch.indptr[d + 1]]
+            frequent = ids[np.lexsort((ids, -counts))[:DOCUMENT_WORDS]]
+            seen = None if excerpts is None else excerpts.get(batch.keys[d])
+            entry = {"key": None if seen is None else seen[0], "weight": round(float(weights[d, k]), 4),
+                     "words": [vocabulary[i] for i in frequent.tolist()]}
+            if seen is not None:
+                entry["text"] = seen[1]
+            chosen.append(entry)
+        out[int(topic)] = chosen
+    return out

@@ -1,0 +1,338 @@
+"""The refresh lineage: what one snapshot hands on to the next.
+
+A :class:`RefreshState` holds the last snapshot, the warm-start coefficients, the next topic id,
+the significant topics, the missing topics still within their grace and the departed ones (dead,
+remembered so that a topic which comes back gets its id back). :meth:`RefreshState.advance`
+turns statistics and that state into the next snapshot by the steps of :mod:`~streamtopics.refresh.steps`
+(anchors, warm-started recovery, seeded refinement, alignment, description); the alignment step is
+:meth:`RefreshState.publish` here: topic ids aligned with the previous snapshot, and the births,
+deaths and changes between them. :class:`Lineage` is the part
+another refresher may take over (the scale-out refresher of ``consumers.group`` does, round after
+round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .alignment import MissingTopic, align_topics
+from ..config import ModelConfig
+from .labels import LABEL_WORDS, SEPARATOR
+from .steps import run_refresh
+from ..snapshot import DISPLAY_RELEVANCE, TopicSnapshot
+from ..text.vocabulary import Vocabulary
+
+EVENT_WORDS = 10  # top words compared by change events (births and deaths show the first 8)
+SETTLED_ANCHORS = 0.8  # the burn-in ends once this share of the anchors holds between two refreshes
+DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (the most recent deaths)
+
+
+@dataclass
+class Lineage:
+    """The latest snapshot, its warm-start coefficients (V x K, plus the background's column) and
+    the id the next new topic gets: enough for a refresh elsewhere to continue the ids."""
+
+    snapshot: TopicSnapshot | None
+    coefficients: np.ndarray | None
+    next_topic_id: int
+
+
+class RefreshState:
+    """Everything a refresh reads from the ones before it (see the module docstring)."""
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.snapshot: TopicSnapshot | None = None
+        self.coefficients: np.ndarray | None = None
+        self.next_topic_id = 0
+        self.significant: set[int] = set()
+        self.missing: dict[int, MissingTopic] = {}  # absent topics within their grace, by id
+        self.departed: dict[int, MissingTopic] = {}  # announced dead, oldest first: a return keeps its id
+        self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
+        self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
+        self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
+
+    def export(self) -> Lineage:
+        """The part of the state another refresher continues from."""
+        return Lineage(self.snapshot, self.coefficients, self.next_topic_id)
+
+    def adopt(self, lineage: Lineage) -> None:
+        """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
+        aligns with its snapshot and numbers new topics from its next id."""
+        self.snapshot, self.coefficients, self.next_topic_id = (
+            lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
+
+    def forget_word(self, slot: int) -> None:
+        """A vocabulary slot now holds another word: its warm start becomes uniform and the
+        remembered columns of missing and departed topics no longer weigh it."""
+        if self.coefficients is not None:
+            self.coefficients[slot] = 1.0 / self.coefficients.shape[1]
+        for kept in (*self.missing.values(), *self.departed.values()):
+            if slot < kept.column.shape[0]:
+                kept.column[slot] = 0.0
+
+    def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
+        """``(arrays, meta)``: the snapshot, the warm start, the ids and the events' memory.
+        The snapshot's own words are kept only when they are no longer a prefix of
+        ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
+        arrays, snapshot = {}, self.snapshot
+        if self.coefficients is not None:
+            arrays["coefficients"] = self.coefficients
+        if snapshot is not None:
+            arrays["snapshot.topic_word"] = snapshot.topic_word
+            if snapshot.background is not None:
+                arrays["snapshot.background"] = snapshot.background
+        for name, kept in (("missing", self.missing), ("departed", self.departed)):
+            arrays.update({f"{name}.{topic}": topic_state.column for topic, topic_state in kept.items()})
+        relabelled = (snapshot is not None and vocabulary is not None
+                      and list(snapshot.vocabulary) != vocabulary.words[:len(snapshot.vocabulary)])
+        meta = {
+            "next_topic_id": self.next_topic_id,
+            "snapshot": None if snapshot is None else _snapshot_meta(snapshot),
+            "significant": sorted(self.significant),
+            "missing": [[t, m.anchor, m.words, m.refreshes] for t, m in self.missing.items()],
+            "departed": [[t, m.anchor, m.words, m.refreshes] for t, m in self.departed.items()],
+            "unannounced": [[t, n] for t, n in self.unannounced.items()],
+            "burn_in_left": self.burn_in_left,
+            "labels": [[t, label] for t, label in self.labels.items()],
+            "snapshot_vocabulary": list(snapshot.vocabulary) if relabelled else None,
+        }
+        return arrays, meta
+
+    def load_state_dict(self, arrays: dict, meta: dict, vocabulary: Vocabulary | None) -> None:
+        """Take up what :meth:`state_dict` wrote (keys missing from older files keep their defaults)."""
+        self.next_topic_id = meta["next_topic_id"]
+        self.coefficients = arrays.get("coefficients")
+        self.significant = set(meta.get("significant", []))
+        self.missing = {int(t): MissingTopic(arrays[f"missing.{t}"], anchor, list(words), int(refreshes))
+                        for t, anchor, words, refreshes in meta.get("missing", [])}
+        self.departed = {int(t): MissingTopic(arrays[f"departed.{t}"], anchor, list(words), int(refreshes))
+                         for t, anchor, words, refreshes in meta.get("departed", [])}
+        self.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
+        self.burn_in_left = meta.get("burn_in_left")
+        self.labels = {int(t): label for t, label in meta.get("labels", [])}
+        if meta["snapshot"] is not None:
+            topic_word = arrays["snapshot.topic_word"]
+            words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]
+            snapshot = TopicSnapshot(**meta["snapshot"], vocabulary=words, topic_word=topic_word,
+                                     background=arrays.get("snapshot.background"))
+            snapshot.prevalence = np.asarray(snapshot.prevalence)
+            snapshot.alpha = np.asarray(snapshot.alpha)
+            self.snapshot = snapshot
+
+    def advance(self, view, tracker, vocabulary: Vocabulary, n_docs: int, position, reservoir,
+                stream_time, replaced_slots: set[int], excerpts=None) -> tuple[TopicSnapshot, dict]:
+        """The next snapshot from the statistics ``view`` (and ``tracker`` for the tracker-based
+        anchor methods), refined over the ``reservoir`` documents if given, which also give its
+        topics' coherence and representative documents (with the texts of ``excerpts``, a
+        :class:`~streamtopics.refresh.describe.DocumentExcerpts`); returns it with the timings of its
+        steps. See :meth:`publish` for ``replaced_slots``. The steps:
+        :func:`~streamtopics.refresh.steps.run_refresh`."""
+        return run_refresh(self, view, tracker, vocabulary, n_docs, position, reservoir, stream_time, replaced_slots,
+                           excerpts)
+
+    def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
+                replaced_slots: set[int] | None = None) -> TopicSnapshot:
+        """The snapshot of a :class:`~streamtopics.refresh.recovery.Recovery`: topic ids aligned with the
+        previous snapshot and the missing topics, events since it. ``replaced_slots``, the
+        vocabulary slots given to another word since the previous snapshot, are left out of the
+        alignment and the set is emptied (the new snapshot has their new words)."""
+        previous = self.snapshot
+        anchors = [vocabulary.words[w] for w in result.anchors]
+        alignment = self._align(previous, result.topic_word, anchors, replaced_slots)
+        self.coefficients = result.coefficients
+        snapshot = TopicSnapshot(
+            version=1 if previous is None else previous.version + 1,
+            documents_seen=n_docs,
+            vocabulary=vocabulary.words[: result.topic_word.shape[0]],  # words admitted meanwhile: not yet
+            topic_word=result.topic_word,
+            anchors=anchors,
+            topic_ids=alignment.topic_ids,
+            prevalence=result.prevalence,
+            alpha=result.alpha,
+            position=position,
+            stream_time=stream_time,
+            background=result.background,
+            background_share=result.background_share,
+        )
+        self.snapshot = snapshot
+        snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment), snapshot))
+        snapshot.forming = self.burn_in_left is not None
+        return snapshot
+
+    def _labelled(self, events: list[dict], snapshot: TopicSnapshot) -> list[dict]:
+        """The events with their topic's label: its label in ``snapshot``, or for a topic that
+        is gone the one it had when last seen; then remembers the labels of every topic that may
+        still make an event."""
+        self.labels.update(zip(snapshot.topic_ids, snapshot.labels))
+        out = []
+        for event in events:
+            topic = event["topic"]
+            label = self.labels.get(topic) or SEPARATOR.join(event.get("words", [])[:LABEL_WORDS])
+            out.append({"type": event["type"], "topic": topic, "label": label, **event})
+        alive = (set(snapshot.topic_ids) | set(self.missing) | set(self.unannounced)
+                 | self.significant)
+        self.labels = {t: label for t, label in self.labels.items() if t in alive}
+        return out
+
+    def _align(self, previous: TopicSnapshot | None, topic_word: np.ndarray, anchors: list[str],
+               replaced_slots: set[int] | None):
+        """Ids for the new topics: matched against the previous snapshot's topics, the missing
+        ones still within their grace and the departed ones
+        (:class:`~streamtopics.refresh.alignment.MissingTopic`)."""
+        if previous is None:
+            alignment = align_topics(None, None, topic_word, self.next_topic_id, self.config.match_threshold)
+            self.next_topic_id = alignment.next_id
+            return alignment
+        missing = list(self.missing.items()) + list(self.departed.items())
+        columns = [previous.topic_word] + [m.column[:, None] for _, m in missing]
+        n_words = max(topic_word.shape[0], max(c.shape[0] for c in columns))
+        before = np.column_stack([np.vstack([c, np.zeros((n_words - c.shape[0], c.shape[1]))])  # words admitted since
+                                  for c in columns])[: topic_word.shape[0]]
+        if replaced_slots:  # slots whose word was retired since: not comparable
+            before[sorted(i for i in replaced_slots if i < before.shape[0])] = 0.0
+            replaced_slots.clear()
+        alignment = align_topics(before, list(previous.topic_ids) + [t for t, _ in missing], topic_word,
+                                 self.next_topic_id, self.config.match_threshold,
+                                 list(previous.anchors) + [m.anchor for _, m in missing], anchors)
+        self.next_topic_id = alignment.next_id
+        return alignment
+
+    def _events(self, previous: TopicSnapshot | None, snapshot: TopicSnapshot, alignment) -> list[dict]:
+        """Births, deaths (after the grace), returns and changes since ``previous``, with their
+        words."""
+        config = self.config
+        top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        before = {} if previous is None else previous.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
+        returned = [t for t in snapshot.topic_ids if t in self.departed]
+        for topic in returned:
+            del self.departed[topic]
+        gone = set(alignment.deaths) - set(self.departed)
+        for topic in list(self.missing):
+            if topic in gone:
+                self.missing[topic].refreshes += 1
+            else:
+                del self.missing[topic]  # back under its id
+        for topic in gone - set(self.missing):
+            column = previous.column(topic)
+            self.missing[topic] = MissingTopic(np.array(previous.topic_word[:, column]), previous.anchors[column],
+                                               [w for w, _ in before[topic][:8]])
+        dead = sorted(t for t, m in self.missing.items() if m.refreshes > config.death_grace)
+        if config.min_prevalence > 0:
+            # births and deaths of significant topics: an id whose prevalence reaches the floor is
+            # born, one that falls below it (or is gone past its grace) dies; minor topics make no
+            # events. Hysteresis: a significant topic stays so until it falls below half the floor.
+            share = dict(zip(snapshot.topic_ids, np.asarray(snapshot.prevalence, dtype=np.float64).tolist()))
+            significant = {t for t, p in share.items()
+                           if p >= config.min_prevalence or (t in self.significant and p >= config.min_prevalence / 2)}
+            significant |= self.significant & (set(self.missing) - set(dead))
+            births = [t for t in snapshot.topic_ids if t in significant and t not in self.significant]
+            deaths = sorted(self.significant - significant)
+            self.significant = significant
+        else:
+            births, deaths = alignment.births, dead
+        if previous is None or self.burn_in_left is not None:
+            return self._burn_in(previous, snapshot, top, dead)
+        births = [t for t in births if t not in returned]
+        if config.min_prevalence > 0:  # a minor topic's return is no event (nor was its death)
+            returned = [t for t in returned if t in self.significant]
+        births, deaths = self._debounced(previous, snapshot, births, deaths)
+        events = self._births(snapshot, top, births)
+        events += [{**event, "type": "return"} for event in self._births(snapshot, top, returned)]
+        for topic in deaths:
+            lost = self.missing.get(topic)
+            events.append({"type": "death", "topic": topic} if lost is None else
+                          {"type": "death", "topic": topic, "anchor": lost.anchor, "words": lost.words})
+        self._depart([t for t in dead if t in deaths])
+        for topic in dead:
+            self.missing.pop(topic, None)
+        for k, topic in enumerate(snapshot.topic_ids):
+            if topic not in alignment.distances or topic not in before:
+                continue  # new, or back from missing (no event either way)
+            anchor_before = previous.anchors[previous.column(topic)]
+            moved = alignment.distances[topic]
+            if moved >= config.change_threshold or anchor_before != snapshot.anchors[k]:
+                now, then = [w for w, _ in top[topic]], [w for w, _ in before[topic]]
+                events.append({"type": "change", "topic": topic, "distance": round(moved, 6),
+                               "anchor_before": anchor_before, "anchor_after": snapshot.anchors[k],
+                               "words_in": [w for w in now if w not in then],
+                               "words_out": [w for w in then if w not in now]})
+        return events
+
+    def _depart(self, topics: list[int]) -> None:
+        """Remember the columns of topics whose death was just announced, the most recent
+        ``DEPARTED_PER_TOPIC`` per topic slot: one that comes back (same anchor, close in L1 or
+        most of its top words, as for a missing topic) takes its id back with a return event
+        instead of a birth under a new id. On the Reuters replay (K = 20) oil and banking lost
+        their anchors to a burst of commodity-price tables for four refreshes and came back."""
+        for topic in topics:
+            self.departed[topic] = self.missing[topic]
+        for topic in list(self.departed)[: max(0, len(self.departed) - DEPARTED_PER_TOPIC * self.config.n_topics)]:
+            del self.departed[topic]
+
+    def _burn_in(self, previous, snapshot: TopicSnapshot, top: dict, dead: list[int]) -> list[dict]:
+        """While a young stream's first topics still form, no events: the burn-in lasts at most
+        ``burn_in`` refreshes after the first snapshot, fewer once ``SETTLED_ANCHORS`` of the
+        anchors hold between two refreshes. The refresh that ends it announces the topics present
+        then as births (one new in that very refresh starts its ``birth_grace`` instead); topics
+        that came and went meanwhile were never announced and make no event. With ``burn_in`` 0
+        the first snapshot announces its topics. Significant-topic mode (``min_prevalence``)
+        announces only the significant ones.
+
+        Announcing the first snapshot at once and the net change at the end of the burn-in (as
+        before) gave 32 births and deaths after the first snapshot of the demo (K = 20), most of
+        them the first snapshot's immature topics being replaced within the burn-in."""
+        for topic in dead:
+            del self.missing[topic]
+        significant = self.significant if self.config.min_prevalence > 0 else set(snapshot.topic_ids)
+        present = [t for t in snapshot.topic_ids if t in significant]
+        if previous is None:
+            self.burn_in_left = self.config.burn_in or None
+            return [] if self.burn_in_left else self._births(snapshot, top, present)
+        self.burn_in_left -= 1
+        settled = len(set(snapshot.anchors) & set(previous.anchors)) >= SETTLED_ANCHORS * len(snapshot.anchors)
+        if not (settled or self.burn_in_left <= 0):
+            return []
+        # topics new in this very refresh start their birth grace as after the burn-in
+        fresh = set(present) - set(previous.topic_ids) if self.config.birth_grace > 0 else set()
+        self.burn_in_left, self.unannounced = None, {t: 0 for t in fresh}
+        self.missing.clear()  # never announced: a return is a birth
+        return self._births(snapshot, top, [t for t in present if t not in fresh])
+
+    @staticmethod
+    def _births(snapshot: TopicSnapshot, top: dict, topics: list[int]) -> list[dict]:
+        return [{"type": "birth", "topic": t, "anchor": snapshot.anchors[snapshot.column(t)],
+                 "words": [w for w, _ in top[t][:8]]} for t in topics]
+
+    def _debounced(self, previous, snapshot: TopicSnapshot, births: list[int], deaths: list[int]):
+        """Births announced once the topic has lasted ``birth_grace`` refreshes (the first
+        snapshot's at once); a topic that dies unannounced makes no event."""
+        if previous is None or self.config.birth_grace == 0:
+            return births, deaths
+        present = set(snapshot.topic_ids)
+        for topic in list(self.unannounced):
+            if topic in present:
+                self.unannounced[topic] += 1
+        self.unannounced.update({t: 0 for t in births})
+        announced = [t for t in snapshot.topic_ids if self.unannounced.get(t, -1) >= self.config.birth_grace]
+        for topic in announced:
+            del self.unannounced[topic]
+        silent = {t for t in deaths if t in self.unannounced}
+        for topic in silent:
+            del self.unannounced[topic]
+        return announced, [t for t in deaths if t not in silent]
+
+
+def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
+    """A snapshot's fields other than its arrays and words (a state file's JSON part)."""
+    return {
+        "version": snapshot.version, "documents_seen": snapshot.documents_seen,
+        "anchors": snapshot.anchors, "topic_ids": snapshot.topic_ids,
+        "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
+        "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
+        "background_share": snapshot.background_share, "labels": snapshot.labels,
+        "coherence": None if snapshot.coherence is None else snapshot.coherence.tolist(),
+        "representatives": snapshot.representatives,
+    }

@@ -1,0 +1,92 @@
+"""The documents the refinement runs over: a bounded sample of the stream (:class:`Reservoir`)."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import numpy as np
+
+from ..text.documents import DocumentBatch
+
+
+class Reservoir:
+    """A bounded sample of the stream's documents (word ids and counts).
+
+    ``"recent"``: the ``capacity`` most recent documents (what a forgetting model's sums weigh
+    most). ``"uniform"``: a uniform sample of everything seen, deterministic and independent of
+    arrival order: the ``capacity`` documents with the smallest key hashes (bottom-k sampling; the
+    hash of a document's key is a uniform 64-bit number), so replaying, resuming or merging
+    streams gives the same sample. A reservoir of recent documents is not representative of a
+    stream that is ordered by subject (see benchmarks/refinement.py), hence uniform for exact
+    sums.
+    """
+
+    def __init__(self, capacity: int = 2000, kind: str = "recent"):
+        if kind not in ("recent", "uniform"):
+            raise ValueError("a reservoir is 'recent' or 'uniform'")
+        self.capacity = int(capacity)
+        self.kind = kind
+        self.documents: deque = deque(maxlen=self.capacity)  # recent
+        self._heap: list = []  # uniform: (-key hash, -arrival, ids, counts), largest kept hash on top
+        self._added = 0
+
+    def __len__(self) -> int:
+        return len(self.documents) if self.kind == "recent" else len(self._heap)
+
+    def add(self, ids: np.ndarray, counts: np.ndarray, key_hash: int = 0) -> None:
+        if self.kind == "recent":
+            self.documents.append((np.array(ids, np.int32), np.array(counts, np.float64), int(key_hash)))
+            return
+        self._added += 1  # ties (equal hashes: equal contents) broken by arrival, never by the arrays
+        item = (-int(key_hash), -self._added, np.array(ids, np.int32), np.array(counts, np.float64))
+        if len(self._heap) < self.capacity:
+            heapq.heappush(self._heap, item)
+        elif -item[0] < -self._heap[0][0]:
+            heapq.heapreplace(self._heap, item)
+
+    def drop_word(self, word: int) -> None:
+        """Remove a word from every kept document (its vocabulary slot now means another word)."""
+        def without(ids, counts):
+            keep = ids != word
+            return (ids, counts) if keep.all() else (ids[keep], counts[keep])
+
+        if self.kind == "recent":
+            self.documents = deque(((*without(ids, counts), key) for ids, counts, key in self.documents),
+                                   maxlen=self.capacity)
+        else:
+            self._heap = [(h, arrival, *without(ids, counts)) for h, arrival, ids, counts in self._heap]
+
+    def merge(self, other: "Reservoir") -> "Reservoir":
+        """Add the sample of another, disjoint sub-stream. Uniform reservoirs merge exactly: the
+        bottom-k of the union is the bottom-k of the two bottom-k samples, so the merged sample is
+        the one a single reservoir over both sub-streams would hold. Recent ones have no common
+        clock: the other's documents count as the newer."""
+        if other.kind != self.kind or other.capacity != self.capacity:
+            raise ValueError("reservoirs merge only with the same kind and capacity")
+        for ids, counts, key_hash in other.items():
+            self.add(ids, counts, key_hash)
+        return self
+
+    def items(self) -> list:
+        """``(ids, counts, key_hash)`` of the kept documents (uniform: in key-hash order)."""
+        if self.kind == "recent":
+            return list(self.documents)
+        return [(ids, counts, -h) for h, _, ids, counts in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+
+    def batch(self) -> DocumentBatch:
+        return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in self.items()])
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The kept documents and their key hashes, in :meth:`items` order (none while empty)."""
+        if not len(self):
+            return {}
+        items, kept = self.items(), self.batch()
+        return {"indptr": kept.indptr, "indices": kept.indices, "counts": kept.counts,
+                "keys": np.array([k for _, _, k in items], np.uint64)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Add the documents :meth:`state_dict` wrote (to an empty reservoir: the same sample)."""
+        indptr = state.get("indptr", ())
+        for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:])):
+            self.add(state["indices"][a:b], state["counts"][a:b], int(state["keys"][d]))

@@ -1,0 +1,144 @@
+"""One refresh as named steps: statistics view -> anchors -> recovery -> refinement -> alignment -> description.
+
+:func:`run_refresh` runs them in that order (docs/design.md, "Anchor words" to "Topic identity");
+each step is a function here, and the work of each lives in its own module:
+
+* :func:`read_statistics`: the document-frequency floor and ceiling the statistics impose
+  (:mod:`~streamtopics.refresh.statistics_view`: how the sums are read);
+* :func:`choose_anchors`: K anchor words (:mod:`~streamtopics.refresh.anchor_selection`, a table of
+  selectors);
+* :func:`recover`: topics from the anchors, warm-started from the previous refresh's solution
+  (:mod:`~streamtopics.refresh.recovery`, :mod:`~streamtopics.refresh.warm_start`);
+* :func:`refine`: seeded likelihood refinement over the reservoir
+  (:func:`~streamtopics.refresh.refinement.refine_recovery`);
+* :func:`align`: topic ids continued from the previous snapshot, and the births, deaths and changes
+  since it (:meth:`~streamtopics.refresh.lineage.RefreshState.publish`);
+* :func:`describe`: coherence and representative documents from the reservoir
+  (:mod:`~streamtopics.refresh.describe`).
+
+What one refresh hands on to the next (the previous snapshot and its coefficients, the topic ids)
+is the :class:`~streamtopics.refresh.lineage.RefreshState` the steps are given.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .anchor_selection import select_anchors
+from .describe import representative_documents, topic_coherence
+from .recovery import Recovery, recover_topics
+from .refinement import Refinement, refine_recovery
+from .warm_start import warm_start_point
+
+
+@dataclass(frozen=True)
+class StatisticsLimits:
+    """What the statistics allow this refresh: ``min_df``, the document frequency a candidate
+    anchor needs; ``ceiling``, the most documents (effective, under forgetting) a word may occur
+    in to be an anchor or take part in a topic (None: no ceiling); ``background_words``, the mask
+    of the words over it, which the background explains alone."""
+
+    min_df: int
+    ceiling: float | None
+    background_words: np.ndarray | None
+
+
+def read_statistics(view, config) -> StatisticsLimits:
+    """The statistics view step: the floor grows with the documents seen
+    (:meth:`~streamtopics.config.ModelConfig.min_document_frequency`), the ceiling is ``max_df``
+    of the documents in the sums."""
+    ceiling = None if config.max_df is None else config.max_df * view.n_docs
+    background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling
+    return StatisticsLimits(config.min_document_frequency(view.n_docs), ceiling, background_words)
+
+
+def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocabulary,
+                   replaced_slots: set[int]) -> np.ndarray:
+    """The anchors step: K anchor word ids by ``anchor_method``
+    (:func:`~streamtopics.refresh.anchor_selection.select_anchors`; ``tracker`` for the tracker-based
+    methods). With ``anchor_stickiness`` the previous snapshot's anchors still in the vocabulary
+    are kept unless a word is clearly farther out, so topics keep their anchors and ids."""
+    previous = None
+    if state.snapshot is not None and config.anchor_stickiness is not None:
+        previous = [i for i in (vocabulary.index.get(w) for w in state.snapshot.anchors)
+                    if i is not None and i not in replaced_slots]
+    return select_anchors(view, config.n_topics, limits.min_df, config.candidate_limit(), config.projection_dim,
+                          config.anchor_cleanup, config.seed, method=config.anchor_method, tracker=tracker,
+                          min_support=config.rp_min_support, max_df=limits.ceiling, previous=previous,
+                          stickiness=config.anchor_stickiness or 0.0, rectify=config.anchor_rectification)
+
+
+def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
+    """The recovery step: every word as a mixture of the anchors, and the topics from it
+    (:func:`~streamtopics.refresh.recovery.recover_topics`); with ``warm_start`` from the previous
+    refresh's solution, its columns following the new anchors
+    (:func:`~streamtopics.refresh.warm_start.warm_start_point`), since most words barely move between
+    refreshes. Returns the recovery and whether it was warm-started."""
+    start = None
+    if config.warm_start and state.coefficients is not None and state.snapshot is not None:
+        previous = np.array([vocabulary[w] for w in state.snapshot.anchors])
+        start = warm_start_point(state.coefficients, previous, view, anchors, config.recovers_background)
+    result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
+                            background=config.recovers_background, background_words=limits.background_words)
+    return result, start is not None
+
+
+def refine(result: Recovery, reservoir, limits: StatisticsLimits, config) -> tuple[Recovery, Refinement | None]:
+    """The refinement step: the recovered topics refined over the ``reservoir`` documents
+    (:func:`~streamtopics.refresh.refinement.refine_recovery`), which fit the likelihood of recent text
+    better than the moments alone; without a reservoir the recovery as it is."""
+    if reservoir is None:
+        return result, None
+    return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
+                           config.refine_smoothing, config.refine_sweeps, config.refine_device)
+
+
+def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_time, replaced_slots: set[int]):
+    """The alignment step: the snapshot, its topic ids continued from the previous snapshot (and
+    the missing and departed topics) and its events, the lineage moved on
+    (:meth:`~streamtopics.refresh.lineage.RefreshState.publish`)."""
+    return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
+
+
+def describe(snapshot, reservoir, excerpts) -> None:
+    """The description step: each topic's coherence and representative documents over the
+    ``reservoir`` (with the texts of ``excerpts``), set on ``snapshot``; nothing without one."""
+    if reservoir is not None:
+        snapshot.coherence = topic_coherence(snapshot, reservoir)
+        snapshot.representatives = representative_documents(snapshot, reservoir, excerpts)
+
+
+def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservoir, stream_time,
+                replaced_slots: set[int], excerpts=None) -> tuple:
+    """The steps in order over the statistics ``view``, continuing ``state`` (a
+    :class:`~streamtopics.refresh.lineage.RefreshState`); returns the snapshot and the timings of its
+    steps (see :meth:`~streamtopics.refresh.lineage.RefreshState.advance`)."""
+    config = state.config
+    t0 = time.perf_counter()
+    limits = read_statistics(view, config)
+    anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots)
+    t_anchors = time.perf_counter() - t0
+    result, warm = recover(view, anchors, limits, config, state, vocabulary)
+    t_refine = time.perf_counter()
+    result, refinement = refine(result, reservoir, limits, config)
+    t_refine = time.perf_counter() - t_refine
+    t1 = time.perf_counter()
+    snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)
+    t_describe = time.perf_counter()
+    describe(snapshot, reservoir, excerpts)
+    t_describe = time.perf_counter() - t_describe
+    timings = {
+        "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
+        "products_s": result.timings["products"], "solve_s": result.timings["solve"],
+        "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
+        "total_s": time.perf_counter() - t0,
+        "warm": warm, "iterations_mean": float(result.iterations.mean()),
+        "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
+    }
+    if refinement is not None:
+        timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
+                       refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps)
+    return snapshot, timings
