@@ -60,6 +60,7 @@ from streamtopics.schedule import RefreshSchedule
 from .consumer_config import ConsumerConfig
 from .kafka_consumer import TopicModelConsumer
 from .metrics import ServiceMetrics
+from .offset_ranges import positions_json
 from .outputs import Outputs
 from .signals import STOP_SIGNALS, install_graceful_stop
 from .store import DirectoryStateStore, StateStore, frontier, merge_partials, overlaps
@@ -285,10 +286,7 @@ class Refresher:
         merged = merge_partials(self.store, partials)
         t_merge = time.perf_counter() - t0
         merged.adopt_lineage(self.lineage)
-        position = {}
-        for (topic, partition), offset in sorted(frontier(partials).items()):
-            position.setdefault(topic, {})[str(partition)] = offset
-        snapshot = merged.refresh(position=position)
+        snapshot = merged.refresh(position=positions_json(frontier(partials)))
         t_refresh = time.perf_counter() - t0 - t_merge
         self.store.save_snapshot(snapshot)
         lineage = merged.lineage.export()

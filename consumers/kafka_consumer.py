@@ -59,7 +59,7 @@ from streamtopics.schedule import RefreshSchedule
 from .checkpoint import Checkpoint, CheckpointStore, Offsets
 from .consumer_config import ConsumerConfig
 from .metrics import ServiceMetrics
-from .offset_ranges import OffsetRanges
+from .offset_ranges import OffsetRanges, offsets_text, positions_json
 from .outputs import DeadLetterUndelivered, Outputs
 from .backoff import Backoff
 from .placement import commit_metadata, start_offset
@@ -158,7 +158,7 @@ class TopicModelConsumer:
             self._counters = self.restored.checkpoint.counters
             self._warn_on_config_drift()
             log.info("restored checkpoint %d: %d documents, offsets %s", self.restored.checkpoint.sequence,
-                     self.model.documents_absorbed, _offsets_text(self.positions))
+                     self.model.documents_absorbed, offsets_text(self.positions))
         self._ranges = OffsetRanges(self._counters.setdefault("ranges", {}))
         snapshots = None
         if config.snapshot_dir:
@@ -168,14 +168,9 @@ class TopicModelConsumer:
         self._checkpointed = dict(self.positions)
         self._messages = 0  # consumed by this process
         # the schedule resumes from the last refresh saved in the state, like the statistics
-        self._refresh = RefreshSchedule(config.refresh_every_documents or None,
-                                        every_wall_seconds=config.refresh_every_wall_seconds or None,
-                                        after_progress=True)
-        self._refresh.restart(self.model.schedule.documents_mark)
-        self._checkpoint_due = RefreshSchedule(config.checkpoint_every_messages or None,
-                                               every_wall_seconds=config.checkpoint_every_wall_seconds or None,
-                                               after_progress=True)
-        self._checkpoint_due.restart(0)
+        self._refresh = _work_schedule(config.refresh_every_documents, config.refresh_every_wall_seconds,
+                                       self.model.schedule.documents_mark)
+        self._checkpoint_due = _work_schedule(config.checkpoint_every_messages, config.checkpoint_every_wall_seconds)
         self._checkpoint_retry_at = 0.0
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)
@@ -261,7 +256,7 @@ class TopicModelConsumer:
             raise
         except KafkaError as error:
             log.error("final checkpoint skipped, outputs not delivered (%s); the next start re-reads "
-                      "from checkpoint offsets %s", error, _offsets_text(self._checkpointed))
+                      "from checkpoint offsets %s", error, offsets_text(self._checkpointed))
         finally:
             self._disconnect()
             self.outputs.close()
@@ -381,7 +376,7 @@ class TopicModelConsumer:
         is logged and counted; the stream goes on)."""
         self._refresh.restart(self.model.documents_absorbed)
         try:
-            snapshot, _, seconds = self.driver.refresh(_position_json(self.positions))
+            snapshot, _, seconds = self.driver.refresh(positions_json(self.positions))
         except Exception:  # noqa: BLE001 - a failed refresh must not stop the stream
             self.metrics.increment("refresh_failures")
             log.exception("refresh failed at %d documents", self.model.documents_absorbed)
@@ -494,12 +489,9 @@ class TopicModelConsumer:
                             timeout_ms=int(self.config.flush_timeout_s * 1000))
 
 
-def _position_json(positions: Offsets) -> dict:
-    out: dict = {}
-    for (topic, partition), offset in sorted(positions.items()):
-        out.setdefault(topic, {})[str(partition)] = offset
-    return out
-
-
-def _offsets_text(positions: Offsets) -> str:
-    return ", ".join(f"{t}/{p}@{o}" for (t, p), o in sorted(positions.items())) or "none"
+def _work_schedule(every_count: int, every_wall_seconds: float, done_at: int = 0) -> RefreshSchedule:
+    """Due after ``every_count`` units of work or ``every_wall_seconds`` (0 turns either off), if
+    some work came since it was last done (at ``done_at``)."""
+    schedule = RefreshSchedule(every_count or None, every_wall_seconds=every_wall_seconds or None, after_progress=True)
+    schedule.restart(done_at)
+    return schedule

@@ -1,6 +1,7 @@
-"""The offset ranges a consumer's statistics count, per partition: what every checkpoint records
-(``counters["ranges"]``: ``"topic/partition" -> [[start, end), ...]``) so that a refresher can prove
-that no document is in two partial states (:func:`consumers.store.overlaps`)."""
+"""Kafka positions as a checkpoint and a snapshot write them: the offset ranges a consumer's
+statistics count, per partition (``counters["ranges"]``: ``"topic/partition" -> [[start, end), ...]``,
+so that a refresher can prove that no document is in two partial states,
+:func:`consumers.store.overlaps`), and the next offsets as a snapshot's position and a log line."""
 
 from __future__ import annotations
 
@@ -25,3 +26,16 @@ class OffsetRanges:
             spans[-1][1] = end
         else:  # placed before ranges were recorded (an older checkpoint): count from here
             self.open(position, end)
+
+
+def positions_json(positions: dict[tuple[str, int], int]) -> dict:
+    """``{(topic, partition): offset}`` as a snapshot's position: ``{topic: {"partition": offset}}``."""
+    out: dict = {}
+    for (topic, partition), offset in sorted(positions.items()):
+        out.setdefault(topic, {})[str(partition)] = offset
+    return out
+
+
+def offsets_text(positions: dict[tuple[str, int], int]) -> str:
+    """``{(topic, partition): offset}`` for a log line."""
+    return ", ".join(f"{t}/{p}@{o}" for (t, p), o in sorted(positions.items())) or "none"
