@@ -289,23 +289,21 @@ class Ingest:
                 self.reject(rejection, (ids, counts), int(documents.keys[d]))
                 continue
             positive = counts > 0
-            before = self.documents_absorbed
-            self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
-                         hashed_key=int(documents.keys[d]))
-            accepted += self.documents_absorbed - before
+            accepted += self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
+                                     hashed_key=int(documents.keys[d]))
         return len(documents) - start, accepted
 
-    def _accept(self, encoded, document, key, hashed_key: int | None = None, text: str | None = None) -> None:
-        """Buffer an encoded document (or count its rejection). ``text``: the document's text
-        when ``document`` is its counts (a warm-up document), for its excerpt."""
+    def _accept(self, encoded, document, key, hashed_key: int | None = None, text: str | None = None) -> bool:
+        """Buffer an encoded document (True) or count its rejection (False). ``text``: the
+        document's text when ``document`` is its counts (a warm-up document), for its excerpt."""
         if isinstance(encoded, Rejection):
             self.reject(encoded, document, key)
-            return
+            return False
         self.oov_tokens += encoded.oov_tokens
         self.documents_truncated += encoded.truncated
         if encoded.counts.sum() < MIN_TOKENS:
             self.reject(too_short(), document, key)
-            return
+            return False
         if hashed_key is None:
             hashed_key = key_hash(key) if key is not None else content_hash(encoded.ids, encoded.counts)
         self.pending.append(encoded, hashed_key, self.stream_time)
@@ -315,6 +313,7 @@ class Ingest:
         self.last_accepted = encoded
         if len(self.pending) >= self.config.batch_size:
             self.flush()
+        return True
 
     def reject(self, rejection: Rejection, document, key) -> None:
         self.rejections[rejection.reason] += 1
