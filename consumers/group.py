@@ -197,7 +197,7 @@ class Refresher:
         self.config = replace(config, snapshot_dir=None, doc_topics_topic=None, dead_letter_topic=None)
         self.store = store
         self.interval = interval
-        self.schedule = RefreshSchedule(every_wall_seconds=interval)  # a round every interval while leading
+        self.schedule = RefreshSchedule(every_wall_seconds=interval or None)  # a round every interval (0: at once)
         self.standby_poll_s = standby_poll_s
         self.metrics = ServiceMetrics(process_metrics=False)
         self.outputs = Outputs(self.config, self.metrics)
@@ -256,7 +256,7 @@ class Refresher:
                     continue
                 self._round()
                 self.schedule.restart(0)
-                self._stop.wait(self.schedule.wall_seconds_left())
+                self._stop.wait(self.schedule.wall_seconds_left() or 0.0)
             if self.leading:
                 self._round()
         finally:

@@ -162,7 +162,7 @@ def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_
         model.learn_many(documents)
         model.refresh()
         print(model.last_refresh["refinement_sweeps"] > 0, compile_ahead() is None,
-              "streamtopics.refresh.recovery" in compiled, sorted(compiled & set(MODULES)))
+              "streamtopics.refresh.l2_recovery" in compiled, sorted(compiled & set(MODULES)))
     """)
     result = subprocess.run([sys.executable, "-c", refresh], capture_output=True, text=True, cwd=ROOT, env=env,
                             timeout=600)
