@@ -12,6 +12,12 @@ from typing import Iterator
 from .reasons import MESSAGES
 
 
+#: The largest record an archive source reads (a line of JSON Lines or text, a file of a directory
+#: source): a longer one is skipped as ``oversized`` without being held in memory. A document's text
+#: is cut at the model's ``max_text_chars`` (1,000,000 characters) anyway.
+MAX_RECORD_BYTES = 16 << 20
+
+
 class SourceError(ValueError):
     """An archive that cannot be read as asked: bad path, format, field or option."""
 

@@ -376,3 +376,38 @@ def test_a_headed_file_with_a_wrong_column_name_gets_the_column_error_not_the_he
     words_only.write_text("".join(f"title {i},a sentence of more than four words\n" for i in range(5)))
     with pytest.raises(SourceError, match="the first row looks like data, not a header row"):
         open_source(words_only)
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
+def test_an_over_long_line_is_skipped_as_oversized_without_being_held(tmp_path, suffix, monkeypatch):
+    import tracemalloc
+
+    from consumers.sources import lines
+
+    limit = 4096
+    monkeypatch.setattr(lines, "MAX_RECORD_BYTES", limit)
+    body = (json.dumps({"id": "a", "text": "first"}) + "\n"
+            + json.dumps({"id": "huge", "text": "w " * 3_000_000}) + "\n"  # 6 MB: 1,500 x the limit
+            + json.dumps({"id": "b", "text": "x" * (limit - 23)}) + "\n"  # exactly at the limit: kept
+            + json.dumps({"id": "c", "text": "last line, no newline"})).encode()
+    assert len(body.split(b"\n")[2]) == limit
+    path = tmp_path / f"docs.jsonl{suffix}"
+    path.write_bytes(gzip.compress(body) if suffix == ".gz" else zstd.compress(body) if suffix == ".zst" else body)
+    tracemalloc.start()
+    items = list(open_source(path))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [i.key if isinstance(i, Record) else i.reason for i in items] == ["a", reasons.OVERSIZED, "b", "c"]
+    huge = len(body.split(b"\n")[1]) + 1  # with its newline
+    assert items[1].where.endswith(":2") and f"a line of {huge:,} bytes > {limit:,}" == items[1].detail
+    assert peak < 1_000_000  # the 6 MB line was never in memory at once
+
+
+def test_a_file_over_the_limit_in_a_directory_is_skipped_as_oversized(tmp_path, monkeypatch):
+    from consumers.sources import directory
+
+    monkeypatch.setattr(directory, "MAX_RECORD_BYTES", 100)
+    (tmp_path / "a.txt").write_text("small document")
+    (tmp_path / "b.txt").write_text("big " * 100)
+    items = list(open_source(tmp_path))
+    assert isinstance(items[0], Record) and items[1].reason == reasons.OVERSIZED and "400 bytes > 100" in items[1].detail

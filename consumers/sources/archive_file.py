@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -22,40 +23,60 @@ class ArchiveError(Exception):
 
 
 class _ZstdReader(io.RawIOBase):
-    """Decompress a Zstandard file frame by frame, raising :class:`ArchiveError` when it
-    ends inside a frame (a plain streaming reader would stop there silently)."""
+    """Decompress a Zstandard file frame by frame, at most :data:`_PIECE` bytes of output at a time
+    (a line of highly compressible text is never held whole), raising :class:`ArchiveError` when
+    it ends inside a frame (a plain streaming reader would stop there silently)."""
 
     def __init__(self, raw):
         self._raw = raw
         self._frame = None
+        self._input = b""  # read but not yet given to a frame (what follows a frame's end)
         self._buffer, self._offset = b"", 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, out) -> int:
-        while self._offset == len(self._buffer):
-            chunk = self._raw.read(1 << 16)
-            if not chunk:
-                if self._frame is not None:
-                    raise ArchiveError("compressed file ended before the end of its last frame")
+        if self._offset == len(self._buffer):
+            self._buffer, self._offset = self._next_piece(), 0
+            if not self._buffer:
                 return 0
-            output = []
-            while chunk:
-                if self._frame is None:
-                    self._frame = zstd.ZstdDecompressor()  # one frame each
-                try:
-                    output.append(self._frame.decompress(chunk))
-                except zstd.ZstdError as error:
-                    raise ArchiveError(f"corrupt Zstandard data ({error})") from None
-                chunk = b""
-                if self._frame.eof:
-                    chunk, self._frame = self._frame.unused_data, None
-            self._buffer, self._offset = b"".join(output), 0
         n = min(len(out), len(self._buffer) - self._offset)
         out[:n] = self._buffer[self._offset:self._offset + n]
         self._offset += n
         return n
+
+    def _next_piece(self) -> bytes:
+        """The next decompressed bytes (b"" at the end of the file)."""
+        while True:
+            if self._frame is not None and not self._frame.needs_input:
+                data = b""  # output still pending from the input given
+            else:
+                data, self._input = self._input or self._raw.read(_PIECE), b""
+                if not data:
+                    if self._frame is not None:
+                        raise ArchiveError("compressed file ended before the end of its last frame")
+                    return b""
+                if self._frame is None:
+                    self._frame = zstd.ZstdDecompressor()  # one frame each
+            try:
+                piece = self._frame.decompress(data, max_length=_PIECE)
+            except zstd.ZstdError as error:
+                raise ArchiveError(f"corrupt Zstandard data ({error})") from None
+            if self._frame.eof:
+                self._input, self._frame = self._frame.unused_data, None
+            if piece:
+                return piece
+
+
+_PIECE = 1 << 16
+
+
+@dataclass(frozen=True)
+class OverLongLine:
+    """A line longer than the limit :meth:`ArchiveFile.lines` was given, read past: its bytes."""
+
+    length: int
 
 
 class ArchiveFile:
@@ -75,10 +96,22 @@ class ArchiveFile:
         else:
             self.stream = self.raw
 
-    def lines(self) -> Iterator[bytes]:
-        """Raw lines; :class:`ArchiveError` where the compressed stream breaks off."""
+    def lines(self, max_bytes: int | None = None) -> Iterator[bytes | OverLongLine]:
+        """Raw lines; :class:`ArchiveError` where the compressed stream breaks off. With
+        ``max_bytes``, a longer line is read past in pieces of that size and given as an
+        :class:`OverLongLine` (its length), so memory stays bounded by the limit."""
         try:
-            yield from self.stream
+            if max_bytes is None:
+                yield from self.stream
+                return
+            while line := self.stream.readline(max_bytes + 1):
+                if line.endswith(b"\n") or len(line) <= max_bytes:  # at most max_bytes before the newline
+                    yield line
+                    continue
+                length = len(line)
+                while not line.endswith(b"\n") and (line := self.stream.readline(max_bytes)):
+                    length += len(line)
+                yield OverLongLine(length)
         except (EOFError, OSError, zlib.error) as error:
             raise ArchiveError(str(error)) from None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import reasons
-from ..records import Malformed, Record, Source, SourceError
+from ..records import MAX_RECORD_BYTES, Malformed, Record, Source, SourceError
 from .archive_file import ArchiveError, ArchiveFile
 from .fields import Fields
 
@@ -53,7 +53,7 @@ class CsvSource(Source):
             raise SourceError(f"{self.path}: no column {missing[0]!r} (columns: {', '.join(header)})")
 
     def __iter__(self) -> Iterator[Record | Malformed]:
-        csv.field_size_limit(1 << 30)
+        csv.field_size_limit(MAX_RECORD_BYTES)
         reader = self._reader()
         rows = 0
         try:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import reasons
-from ..records import Malformed, Record, Source, SourceError
+from ..records import MAX_RECORD_BYTES, Malformed, Record, Source, SourceError
 
 
 class DirectorySource(Source):
@@ -30,6 +30,10 @@ class DirectorySource(Source):
             self.position = index + 1
             key = path.relative_to(self.path).as_posix()
             try:
+                size = path.stat().st_size
+                if size > MAX_RECORD_BYTES:
+                    yield Malformed(str(path), reasons.OVERSIZED, f"a file of {size:,} bytes > {MAX_RECORD_BYTES:,}")
+                    continue
                 yield Record(path.read_bytes().decode("utf-8"), key)
             except UnicodeDecodeError as error:
                 yield Malformed(str(path), reasons.NOT_UTF8, f"byte {error.start + 1}")

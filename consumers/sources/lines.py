@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import reasons
-from ..records import Malformed, Record, Source, SourceError
+from ..records import MAX_RECORD_BYTES, Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
-from .archive_file import ArchiveError, ArchiveFile
+from .archive_file import ArchiveError, ArchiveFile, OverLongLine
 from .fields import Fields, TextFieldCheck
 
 
@@ -29,11 +29,15 @@ class _LineSource(Source):
         self._file = ArchiveFile(self.path)
         line = 0
         try:
-            for raw in self._file.lines():
+            for raw in self._file.lines(MAX_RECORD_BYTES):
                 line += 1
                 if line <= self.position:
                     continue
                 self.position = line
+                if isinstance(raw, OverLongLine):
+                    yield Malformed(f"{self.path}:{line}", reasons.OVERSIZED,
+                                    f"a line of {raw.length:,} bytes > {MAX_RECORD_BYTES:,}")
+                    continue
                 item = self._parse(raw, line)
                 if item is not None:
                     yield item
@@ -92,8 +96,8 @@ def looks_like_json_lines(path: Path) -> bool:
     file = ArchiveFile(path)
     looked = 0
     try:
-        for raw in file.lines():
-            if not raw.strip():
+        for raw in file.lines(MAX_RECORD_BYTES):
+            if isinstance(raw, OverLongLine) or not raw.strip():
                 continue
             try:
                 load_object(raw.decode("utf-8"))
