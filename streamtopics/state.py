@@ -52,8 +52,10 @@ def _atomic_write(path: Path, write) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None:  # ENOSPC, EIO, ...: say which file
+            raise OSError(error.errno, error.strerror, str(path)) from error
         raise
     directory = os.open(path.parent, os.O_RDONLY)
     try:

@@ -289,3 +289,26 @@ def test_produce_then_replay_from_kafka(kafka_broker, tmp_path):
     assert tail == [str(i) for i in range(100, 120)]
     later = [r.timestamp for r in open_source(url, kafka_start=parse_time("2024-03-01T00:01:50Z"))]
     assert later == [parse_time("2024-03-01T00:01:50Z") + i for i in range(10)]
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch):
+    """No space left (or any write error without a file name) says which file, in one line."""
+    import errno
+
+    from click.testing import CliRunner
+
+    import streamtopics.state
+    from consumers.cli import main
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(streamtopics.state.os, "fsync", full)
+    with pytest.raises(OSError, match=r"No space left on device: '.*model\.state'"):
+        streamtopics.state.write_state(tmp_path / "model.state", {"a": np.zeros(3)}, {})
+    assert list(tmp_path.iterdir()) == []  # the temporary file is gone too
+    result = CliRunner().invoke(main, ["replay", str(write_archive(tmp_path / "a.jsonl")), "--out", str(tmp_path / "run"),
+                                       "--snapshot-every", "100", "-q"])
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1]
+    assert re.fullmatch(r"Error: .*/run/\S+: No space left on device", line), result.output

@@ -74,6 +74,8 @@ class _Group(click.Group):
                 raise BadInput(str(error)) from None
             if isinstance(error, MissingExtra):
                 raise Failure(str(error)) from None
+            if isinstance(error, OSError) and error.filename:  # e.g. no space left on the run directory's disk
+                raise Failure(f"{error.filename}: {error.strerror}") from None
             raise Failure(f"{type(error).__name__}: {error}") from None
 
 
