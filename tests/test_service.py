@@ -345,6 +345,15 @@ def test_half_sent_requests_are_bounded_in_number_and_time(served):
                 sock.close()
 
 
+def test_a_request_head_over_16_kb_is_refused_even_in_one_write(served):
+    """Issue 47, item 2: h11 bounds only an incomplete head; one sent whole was served."""
+    with serve_in_thread(create_app(served[1]), "127.0.0.1", 0) as handle:
+        for padding, status in ((15_000, b"200"), (100_000, b"400")):
+            with socket.create_connection(("127.0.0.1", handle.port), timeout=10) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"x" * padding + b"\r\n\r\n")
+                assert sock.recv(4096).split(b" ")[1] == status, padding
+
+
 def test_parse_address():
     assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765)
     assert parse_address("localhost") == ("localhost", 8765)

@@ -13,7 +13,8 @@ answers 503 to everyone once slow clients fill it, so it is not used):
   the connection that has waited longest for its request headers (half-sent or idle), so slow
   or idle clients can never lock out a real request; if every connection is busy with a
   request, the new one is closed at once;
-* a request head (request line and headers) is at most :data:`MAX_HEADER_BYTES` (larger: 400).
+* a request head (request line and headers) is at most :data:`MAX_HEADER_BYTES` (larger: 400),
+  also when it arrives in one piece.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
-    """uvicorn's h11 protocol with the header timeout and the connection cap of the module
-    docstring (a class to pass as ``uvicorn.Config(http=...)``)."""
+    """uvicorn's h11 protocol with the header timeout, the connection cap and the head size of the
+    module docstring (a class to pass as ``uvicorn.Config(http=...)``)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -123,6 +124,7 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
+            self.conn.next_event = _bounded_head(self.conn.next_event)
             self._arm()
             open_ = [c for c in self.connections if not c.transport.is_closing()]
             if len(open_) > max_connections:
@@ -168,6 +170,19 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
         def connection_lost(self, exc) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+    def _bounded_head(next_event):
+        """h11's ``next_event``, refusing a request whose head is over :data:`MAX_HEADER_BYTES`
+        (h11 bounds only a head still incomplete: one sent in a single write got through)."""
+        def bounded():
+            event = next_event()
+            if isinstance(event, h11.Request):
+                size = len(event.method) + len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
+                if size > MAX_HEADER_BYTES:
+                    raise h11.RemoteProtocolError(f"request head of {size} bytes", error_status_hint=431)
+            return event
+
+        return bounded
 
     return BoundedH11Protocol
 
