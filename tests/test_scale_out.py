@@ -98,12 +98,15 @@ def member_ranges(store, member):
 
 def assert_snapshot_matches(snapshot, reference):
     """The refresher's snapshot against a cold refresh of the single in-process model: same
-    anchors (selection depends on the sums only), topic-word close (the refresher's recovery is
-    warm-started from its previous solution, the reference's cold; both stop at recovery_tol)."""
+    anchors (selection depends on the sums only) and each topic close to its counterpart. Not
+    equal: the refresher's recovery is warm-started from the rounds before its last, how many
+    depends on timing, and the refinement's early stop turns that small difference into up to
+    ~0.007 in a cell (a loaded CI machine, 2026-11-28); distinct topics are ~1.9 apart in L1."""
     expected = reference.refresh()
     assert snapshot.documents_seen == expected.documents_seen == N_DOCS
     assert snapshot.anchors == expected.anchors
-    np.testing.assert_allclose(snapshot.topic_word, expected.topic_word, rtol=0, atol=2e-3)
+    l1 = np.abs(snapshot.topic_word - expected.topic_word).sum(axis=0)
+    assert l1.max() < 0.1, l1
 
 
 def test_three_workers_kill_restart_and_rebalance_equal_one_model(kafka_broker, corpus, reference,
