@@ -32,6 +32,7 @@ from .text.documents import (
 )
 from .text.open_vocabulary import OpenVocabulary
 from .pending import PendingDocuments
+from .refresh.anchor_selection import NotEnoughCandidatesError
 from .refresh.reservoir import Reservoir
 from .statistics.sketch import SketchedCooccurrence
 from .statistics.combined import Statistics
@@ -430,7 +431,7 @@ class Ingest:
         """Fix the vocabulary and start empty statistics over it."""
         config = self.config
         if len(vocabulary) < config.n_topics:
-            raise ValueError(f"a vocabulary of {len(vocabulary)} words cannot hold {config.n_topics} topics")
+            raise NotEnoughCandidatesError(f"a vocabulary of {len(vocabulary)} words cannot hold {config.n_topics} topics")
         self.vocabulary = vocabulary
         self.statistics = Statistics.empty(config, len(vocabulary))
 

@@ -15,7 +15,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -160,6 +160,9 @@ class StreamingTopicModel:
         pre-indexed counts (a scipy sparse matrix, documents x vocabulary, or a
         :class:`DocumentBatch`) for speed. ``keys`` and ``stream_times``, when given, have one
         entry per document (see :meth:`learn_one`)."""
+        if isinstance(documents, (str, bytes, bytearray, Mapping)):
+            raise TypeError(f"learn_many takes many documents (a list of texts, token lists or mappings); "
+                            f"got one {type(documents).__name__}: use learn_one for a single document")
         if isinstance(documents, DocumentBatch) or hasattr(documents, "tocsr"):
             batch = self.ingest.indexed_batch(documents, keys)
             if stream_times is not None:

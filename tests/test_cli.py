@@ -312,3 +312,13 @@ def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch):
     assert result.exit_code == 1
     line = result.output.strip().splitlines()[-1]
     assert re.fullmatch(r"Error: .*/run/\S+: No space left on device", line), result.output
+
+
+def test_input_too_small_for_the_topics_is_a_usage_error_in_words(tmp_path):
+    """Exit 2 and one line in words, like every other usage error (not exit 1 with a class name)."""
+    archive = tmp_path / "tiny.jsonl"
+    archive.write_text("".join(json.dumps({"id": i, "text": "apple pear plum"}) + "\n" for i in range(30)))
+    result = cli("replay", str(archive), "--out", str(tmp_path / "run"), "--n-topics", "5",
+                 "--warmup-documents", "10", "-q")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "Error: a vocabulary of 3 words cannot hold 5 topics"

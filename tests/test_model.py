@@ -197,3 +197,14 @@ def test_documents_of_one_topic_get_that_topic(truth):
         mixture = m.infer(doc)[0]
         column = int(np.argmin(np.abs(snapshot.topic_word - p[:, None]).sum(axis=0)))
         assert mixture[column] > 0.7
+
+
+@pytest.mark.parametrize("one", ["apple pear apple", b"apple pear", {"apple": 2, "pear": 1}])
+def test_learn_many_refuses_a_single_document(one):
+    """A string would be read as one document per character (each rejected as empty)."""
+    model = StreamingTopicModel(2, ["apple", "pear", "goal", "match"])
+    with pytest.raises(TypeError, match="use learn_one"):
+        model.learn_many(one)
+    assert model.documents_absorbed == 0 and not model.rejections
+    model.learn_many([one, one])
+    assert model.documents_absorbed == 2

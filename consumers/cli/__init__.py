@@ -28,6 +28,7 @@ import sys
 
 import click
 
+from streamtopics.refresh.anchor_selection import NotEnoughCandidatesError
 from streamtopics.state import CorruptStateError
 
 from ..extras import MissingExtra
@@ -70,7 +71,7 @@ class _Group(click.Group):
         except Exception as error:
             if os.environ.get("STREAMTOPICS_DEBUG"):
                 raise
-            if isinstance(error, (SourceError, CheckpointError, CorruptStateError)):
+            if isinstance(error, (SourceError, CheckpointError, CorruptStateError, NotEnoughCandidatesError)):
                 raise BadInput(str(error)) from None
             if isinstance(error, MissingExtra):
                 raise Failure(str(error)) from None
