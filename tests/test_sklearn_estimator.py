@@ -25,17 +25,18 @@ from test_labels import texts
 # LatentDirichletAllocation does.
 NOT_APPLICABLE: dict[str, str] = {}
 
-# scikit-learn's checks run on matrices of 2 to 5 features; K must not exceed the vocabulary, so
-# the checks use 2 topics (scikit-learn sets n_components likewise for its own decompositions).
-CHECKED = StreamingTopicsEstimator(n_components=2)
+# The checks run on matrices of 2 to 5 features: at the defaults (n_components=10) every fit gets
+# one topic per feature, with a warning; n_components=2 also checks fits with fewer topics than words.
+CHECKED = [StreamingTopicsEstimator(), StreamingTopicsEstimator(n_components=2)]
 
 
 with warnings.catch_warnings():  # by design: scikit-learn stays an optional extra (module docstring)
     warnings.filterwarnings("ignore", message="Estimator StreamingTopicsEstimator does not inherit from")
-    ALL_CHECKS = parametrize_with_checks([CHECKED], expected_failed_checks=lambda estimator: NOT_APPLICABLE)
+    ALL_CHECKS = parametrize_with_checks(CHECKED, expected_failed_checks=lambda estimator: NOT_APPLICABLE)
 
 
 @ALL_CHECKS
+@pytest.mark.filterwarnings("ignore:n_components=10 is greater than n_features")
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -99,10 +100,21 @@ def test_parameters_clone_and_pipeline(corpus):
     np.testing.assert_allclose(mixtures.sum(axis=1), 1.0)
 
 
+def test_more_topics_than_words_fits_one_topic_per_word_with_a_warning():
+    X = np.array([[3, 1, 0], [0, 2, 3], [1, 0, 2]] * 10)
+    with pytest.warns(UserWarning, match="n_components=10 is greater than n_features=3: each topic needs an anchor"):
+        estimator = StreamingTopicsEstimator().fit(X)
+    assert estimator.n_components == 10 and estimator.n_components_ == 3  # the parameter stays as given
+    assert estimator.components_.shape == (3, 3) and estimator.transform(X).shape == (30, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert StreamingTopicsEstimator(n_components=3).fit(X).n_components_ == 3
+
+
 def test_bad_input_is_refused_with_one_clear_line():
     estimator = StreamingTopicsEstimator(n_components=3)
-    with pytest.raises(ValueError, match="n_components=3 topics need at least as many words; X has 2 feature"):
-        estimator.fit(np.ones((5, 2)))
+    with pytest.raises(ValueError, match="n_components must be a positive int, got 0"):
+        StreamingTopicsEstimator(n_components=0).fit(np.ones((5, 2)))
     with pytest.raises(ValueError, match="Negative values"):
         estimator.fit(-np.ones((5, 4)))
     with pytest.raises(ValueError, match="vocabulary has 2 words, X has 4 feature"):

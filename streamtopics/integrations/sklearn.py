@@ -12,6 +12,7 @@ shares its name with the package it serves; absolute imports find the installed 
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,7 +36,9 @@ class StreamingTopicsEstimator:
     Parameters
     ----------
     n_components
-        Number of topics K (at most the number of features).
+        Number of topics K. Each topic has an anchor word of its own, so X with fewer features
+        gets one topic per feature, with a warning (as ``SelectKBest`` keeps every feature when
+        ``k`` exceeds them): ``n_components_`` is the number fitted.
     vocabulary
         The words of ``X``'s columns (e.g. ``CountVectorizer().get_feature_names_out()``): they
         name the topics' words (``model_.topic_info()``). None: ``"w0"``, ``"w1"``, ...
@@ -51,6 +54,8 @@ class StreamingTopicsEstimator:
     ----------
     components_
         K x V: row k is topic k's word distribution (rows sum to 1), in ``topic_ids_`` order.
+    n_components_
+        Number of topics fitted: ``min(n_components, n_features_in_)``.
     topic_ids_
         The stable id of each topic (row of ``components_``, column of ``transform``'s output).
     n_features_in_
@@ -120,7 +125,7 @@ class StreamingTopicsEstimator:
     # ------------------------------------------------------------------ learning
     def fit(self, X, y=None) -> "StreamingTopicsEstimator":
         """Learn the topics of ``X`` from scratch (``y`` is ignored)."""
-        for name in ("model_", "components_", "topic_ids_", "n_features_in_"):
+        for name in ("model_", "components_", "topic_ids_", "n_features_in_", "n_components_"):
             self.__dict__.pop(name, None)
         return self.partial_fit(X)
 
@@ -130,6 +135,7 @@ class StreamingTopicsEstimator:
         matrix = self._validate(X, reset=first)
         if first:
             self.model_ = self._new_model(matrix.shape[1])
+            self.n_components_ = self.model_.config.n_topics
         self.model_.learn_many(matrix)
         if self.model_.statistics().n_docs == 0:
             raise ValueError(f"no document of X ({matrix.shape[0]} sample(s), {matrix.shape[1]} feature(s)) has 2 "
@@ -144,7 +150,10 @@ class StreamingTopicsEstimator:
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise ValueError(f"n_components must be a positive int, got {k!r}")
         if k > n_features:
-            raise ValueError(f"n_components={k} topics need at least as many words; X has {n_features} feature(s)")
+            warnings.warn(f"n_components={k} is greater than n_features={n_features}: each topic needs an anchor "
+                          f"word of its own, so {n_features} topics are fitted (n_components_)", UserWarning,
+                          stacklevel=4)
+            k = n_features
         words = [f"w{i}" for i in range(n_features)] if self.vocabulary is None else [str(w) for w in self.vocabulary]
         if len(words) != n_features:
             raise ValueError(f"vocabulary has {len(words)} words, X has {n_features} feature(s)")
