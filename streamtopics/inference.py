@@ -21,6 +21,7 @@ from .statistics.prefetch import ROWS_AHEAD, prefetch_row
 
 
 REASSOCIATE = {"reassoc"}  # numba fastmath flags of the sums over topics (see the module docstring)
+TOLERANCE = 1e-6  # the updates stop once no weight moves by more: weights are known to this precision
 
 
 @njit(cache=True, nogil=True, fastmath=REASSOCIATE)
@@ -128,7 +129,7 @@ def starting_mixtures(n_docs: int, n_topics: int, prior=None) -> np.ndarray:
     return np.tile(first, (n_docs, 1))
 
 
-def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max_iter: int = 200, tol: float = 1e-6,
+def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max_iter: int = 200, tol: float = TOLERANCE,
                    start: np.ndarray | None = None, serial: bool = False, single: bool = False) -> np.ndarray:
     """Topic mixtures (B x K, rows on the simplex) of a batch of documents.
 

@@ -219,6 +219,26 @@ def test_counts_matter():
     assert a[fruit] > 0.6 > b[fruit]
 
 
+def test_unused_topics_weigh_exactly_zero():
+    """The inference only drives an unused topic's weight towards 0 (below 1e-100 here); under its
+    tolerance the weight is 0, the key stays, and the mixture still sums to 1 (issue 48 item 9)."""
+    pd = pytest.importorskip("pandas")
+    model = fitted()
+    docs = [x for x, _ in text_stream(30, seed=7)]
+    raw = model.model.infer(docs)
+    assert 0 < raw.min() < 1e-100  # what transform_one returned before
+    mixtures = [model.transform_one(x) for x in docs]
+    names = [f"topic_{t}" for t in sorted(model.snapshot.topic_ids)]
+    weights = np.array([[m[name] for name in names] for m in mixtures])
+    assert all(sorted(m) == names for m in mixtures)
+    assert ((weights == 0) | (weights >= 1e-6)).all() and (weights == 0).sum() >= 30
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    order = np.argsort(model.snapshot.topic_ids)
+    np.testing.assert_allclose(weights, raw[:, order], rtol=0, atol=3 * 1e-6)  # the rest barely moves
+    frame = model.transform_many(pd.DataFrame(docs).fillna(0))
+    np.testing.assert_allclose(frame[names].to_numpy(), weights, rtol=0, atol=1e-12)
+
+
 def test_transform_does_not_change_the_model():
     pd = pytest.importorskip("pandas")
     model = fitted()

@@ -60,6 +60,11 @@ class AnchorTopics(base.MiniBatchTransformer):
 
     `transform_one` is pure (it changes nothing in the model, unlike `preprocessing.LDA`) and
     returns a mixture: non-negative weights summing to 1, one per topic, keyed ``"topic_<id>"``.
+    A topic the document does not use weighs exactly 0: the inference only drives such weights
+    towards 0 (1e-237 and below), and one under its convergence tolerance
+    (``inference.TOLERANCE``, 1e-6) is zero to the fit's precision; the other weights are
+    renormalised (changing by at most K x 1e-6). The zeros keep their keys because a downstream
+    `preprocessing.StandardScaler` learns a feature only from the documents that carry it.
     **Before the first refresh there are no topics yet and `transform_one` returns ``{}``** (a
     downstream river model then sees no features, as for any missing feature); `transform_many`
     returns a frame with no columns. With a learned vocabulary the first refresh happens once the
@@ -278,8 +283,8 @@ class AnchorTopics(base.MiniBatchTransformer):
         if self.model.snapshot is None:
             return {}
         order, names = self._topic_columns()
-        row = _infer_one(self.model, _as_document(x))
-        return dict(zip(names, row[order].tolist()))
+        row = _without_negligible(_infer_one(self.model, _as_document(x))[None, order])[0]
+        return dict(zip(names, row.tolist()))
 
     def transform_many(self, X):
         """Topic mixtures of a mini-batch: a dataframe in, a dataframe out (same index, one
@@ -297,7 +302,7 @@ class AnchorTopics(base.MiniBatchTransformer):
             return dataframe.to_native_frame({}, like=like)
         order, names = self._topic_columns()
         mixtures = self.model.infer(documents)[:, order] if documents else np.zeros((0, len(order)))
-        return dataframe.to_native_frame(mixtures, like=like, columns=names)
+        return dataframe.to_native_frame(_without_negligible(mixtures), like=like, columns=names)
 
     # ------------------------------------------------------------------ topics
     @property
@@ -350,6 +355,13 @@ def _infer_one(model: StreamingTopicModel, document) -> np.ndarray:
     batch, _ = model.encode_many([document])
     columns, prior = snapshot.mixture_components()
     return snapshot.topic_part(inference.infer_mixtures(batch, columns, prior, serial=True))[0]
+
+
+def _without_negligible(mixtures: np.ndarray) -> np.ndarray:
+    """Mixtures with the weights under the inference's tolerance set to 0 and each row
+    renormalised (every row keeps its largest weight, at least 1/K)."""
+    kept = np.where(mixtures >= inference.TOLERANCE, mixtures, 0.0)
+    return kept / kept.sum(axis=1, keepdims=True)
 
 
 # ---------------------------------------------------------------------- pickling
