@@ -15,6 +15,7 @@ import contextlib
 import copy
 import functools
 import importlib.util
+import io
 import json
 import pickle
 import random
@@ -30,6 +31,7 @@ import river
 from river import checks, compose, datasets, feature_extraction, preprocessing
 
 from streamtopics.integrations.river import AnchorTopics, _infer_one
+from streamtopics.text.tokenizer import english_stop_words
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -392,6 +394,19 @@ def test_module_name_does_not_shadow_river():
     broken = subprocess.run([sys.executable, "-c", "import streamtopics.integrations.river"], cwd=REPO / "streamtopics" / "integrations",
                             capture_output=True, text=True)
     assert broken.returncode != 0 and "Start Python from another folder" in broken.stderr
+
+
+def test_the_documented_pipeline_learns_topics_without_stop_words():
+    """docs/river-and-sklearn.md's first example: its topics are its two subjects, not "the" (issue 48 item 9)."""
+    page = (REPO / "docs" / "river-and-sklearn.md").read_text(encoding="utf-8")
+    code = page.split("## river", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, "docs/river-and-sklearn.md", "exec"), namespace)
+    top = {name: {w for w, _ in words} for name, words in namespace["topics"].top_words(3).items()}
+    assert not set().union(*top.values()) & english_stop_words(), top
+    sport, law = sorted(top.values(), key=lambda words: "court" in words)
+    assert {"appeal", "court"} <= law and {"team", "match"} <= sport, top
 
 
 # ---------------------------------------------------------------------- the example

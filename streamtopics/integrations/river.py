@@ -163,6 +163,29 @@ class AnchorTopics(base.MiniBatchTransformer):
     >>> show(topics.transform_one({"apple": 3, "goal": 1}))
     {'topic_0': 0.75, 'topic_1': 0.25}
 
+    Real text is full of stop words, which `BagOfWords` keeps ("the" would top every topic);
+    streamtopics' `Tokenizer` drops them (English list, words of 3+ letters):
+
+    >>> import random
+    >>> from streamtopics import Tokenizer
+    >>> sentences = {
+    ...     "law": ["The court ruled on the appeal of the judge.", "A jury found the defendant guilty.",
+    ...             "The lawyer asked the judge for a new trial.", "The appeal was heard by the court."],
+    ...     "sport": ["The team won the match in the final minute.", "Their coach said the team played well.",
+    ...               "The final goal was scored by the captain.", "The league fined the team after the match."],
+    ... }
+    >>> rng = random.Random(0)
+    >>> model = compose.Pipeline(
+    ...     feature_extraction.BagOfWords(tokenizer=Tokenizer().tokenize),
+    ...     AnchorTopics(n_topics=2, warmup_documents=100, refresh_every=200),
+    ... )
+    >>> for subject in ["law", "sport"] * 300:
+    ...     model.learn_one(rng.choice(sentences[subject]))
+    >>> for name, words in model["AnchorTopics"].top_words(4).items():
+    ...     print(name, [word for word, p in words])
+    topic_0 ['appeal', 'court', 'judge', 'ruled']
+    topic_1 ['team', 'match', 'final', 'minute']
+
     """
 
     def __init__(
