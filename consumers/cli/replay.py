@@ -191,14 +191,15 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @click.option("--dask", "dask_scheduler", metavar="SCHEDULER",
               help="Replay on a Dask cluster: tcp://HOST:8786 (a running `dask scheduler`) or local:N (N worker "
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
-def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
+def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset, from_time,
+           out, snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
            stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
            checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
-    of text files, a UCI docword file, kafka://HOST:PORT/TOPIC, or `builtin`.
+    of text files, a UCI docword file, an LDA-C corpus (NAME.ldac with its word list beside it or
+    --vocabulary FILE), kafka://HOST:PORT/TOPIC, or `builtin`.
 
     \b
     Examples:
@@ -217,7 +218,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
             raise click.UsageError("--refine-device cuda: numba finds no CUDA device (auto falls back on the CPU)")
     console = Console(quiet)
     announce_first_compile(console.echo)
-    kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    kwargs = source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset,
+                           from_time)
     if dask_scheduler:
         clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
                                              ("--checkpoint-every", checkpoint_every), ("--serve", serve_at),
