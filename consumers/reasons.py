@@ -22,6 +22,8 @@ VOCABULARY_MISMATCH = "vocabulary_mismatch"
 NOT_SORTED = "not_sorted"
 BAD_LINE = "bad_line"
 WORD_ID_OUT_OF_RANGE = "word_id_out_of_range"
+BAD_COUNT = "bad_count"
+TERM_COUNT_MISMATCH = "term_count_mismatch"
 
 #: Every code with its human message.
 MESSAGES = {
@@ -39,4 +41,6 @@ MESSAGES = {
     NOT_SORTED: "not sorted by document",
     BAD_LINE: "bad line",
     WORD_ID_OUT_OF_RANGE: "word id out of range",
+    BAD_COUNT: "bad count",  # an LDA-C id:count term whose count is not a whole number (or too large)
+    TERM_COUNT_MISMATCH: "term count mismatch",  # an LDA-C line whose N is not its number of terms
 }

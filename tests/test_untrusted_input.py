@@ -120,7 +120,8 @@ def test_fuzzed_messages_never_raise_and_every_rejection_has_a_reason(tmp_path):
 
 
 def test_replay_skips_hostile_lines_counts_them_and_exits_0(tmp_path):
-    good = [json.dumps({"id": i, "text": " ".join(WORDS[(i + j) % 30] for j in range(8))}).encode() for i in range(120)]
+    words = [f"word{a}{b}" for a in "ab" for b in "abcdefghijklmnopq"]  # WORDS are too short for the tokenizer
+    good = [json.dumps({"id": i, "text": " ".join(words[(i + j) % 30] for j in range(8))}).encode() for i in range(120)]
     lines = good[:50] + [DEEP, HUGE_INT, SURROGATE_ID, HUGE_COUNTS.replace(b"counts", b"text")] + good[50:]
     archive = tmp_path / "hostile.jsonl"
     archive.write_bytes(b"\n".join(lines) + b"\n")
@@ -128,6 +129,7 @@ def test_replay_skips_hostile_lines_counts_them_and_exits_0(tmp_path):
                              "--n-topics", "3", "--vocabulary-size", "30", "--warmup-documents", "40"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+    assert "120 absorbed" in result.stdout, result.stdout
     assert re.search(r"^  malformed +2  malformed_json$", result.stdout, re.M), result.stdout
     assert re.search(r"^  malformed +2  undecodable$", result.stdout, re.M), result.stdout
 

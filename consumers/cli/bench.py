@@ -21,14 +21,14 @@ from .options import Command, model_options, source_kwargs, source_options
 @click.option("--documents", type=click.IntRange(min=10), default=4000, show_default=True,
               help="Documents read from SOURCE.")
 @model_options
-def bench(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time,
-          documents, n_topics, vocabulary_size, warmup_documents, seed):
+def bench(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset,
+          from_time, documents, n_topics, vocabulary_size, warmup_documents, seed):
     """Quick ingest benchmark: read, tokenize, learn from text, learn from counts, refresh.
 
     SOURCE defaults to the built-in stream. Prints documents per second for each stage.
     """
-    opened = open_source(source, **source_kwargs(format_, text_fields, id_field, time_field, time_format,
-                                                  from_offset, from_time))
+    opened = open_source(source, **source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field,
+                                                  time_format, from_offset, from_time))
     timings = []
     t0 = time.perf_counter()
     docs = []

@@ -39,8 +39,8 @@ def _stdin_records():
 @click.option("--top", type=click.IntRange(min=0), default=3, show_default=True,
               help="Topics per document, largest first (0: all).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=512, show_default=True)
-def infer(input, model_location, format_, text_fields, id_field, time_field, time_format, from_offset,
-          from_time, top, batch_size):
+def infer(input, model_location, format_, vocabulary_file, text_fields, id_field, time_field, time_format,
+          from_offset, from_time, top, batch_size):
     """Topic mixtures of documents, one JSON line each:
     {"key": ..., "topics": [[id, weight, label], ...]}, largest weight first.
 
@@ -56,7 +56,8 @@ def infer(input, model_location, format_, text_fields, id_field, time_field, tim
     console = Console()
     if first_compile():
         click.echo(COMPILING_MESSAGE, err=True)  # stdout is the JSON lines
-    kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    kwargs = source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset,
+                           from_time)
     records = _stdin_records() if input == "-" else open_source(input, **kwargs)
     snapshot = model.snapshot
     batch: list[Record] = []

@@ -44,8 +44,11 @@ def source_options(function):
     """Options that say how to read an archive (shared by replay, infer and produce)."""
     options = [
         click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True,
-                     help="Archive format; auto: from the name (.jsonl .csv .tsv, docword.*, a directory, "
+                     help="Archive format; auto: from the name (.jsonl .csv .tsv, docword.*, .ldac, a directory, "
                           "kafka://, builtin; else one document per line). .gz/.zst are decompressed."),
+        click.option("--vocabulary", "vocabulary_file", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="LDA-C: the corpus's word list, one word a line (line i = word id i, from 0). "
+                          "Default: found beside it (NAME.vocab, NAME.tokens, vocab.txt, ...)."),
         click.option("--text-field", "text_fields", multiple=True, metavar="NAME",
                      help="JSON/CSV field with the text; repeat to join several (default: text). "
                           "For Kafka: read message values as JSON objects."),
@@ -62,7 +65,8 @@ def source_options(function):
     return function
 
 
-def source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time) -> dict:
+def source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset,
+                  from_time) -> dict:
     if from_offset is not None and from_time is not None:
         raise click.UsageError("give --from-offset or --from-time, not both")
     start = "beginning"
@@ -74,7 +78,7 @@ def source_kwargs(format_, text_fields, id_field, time_field, time_format, from_
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--from-time") from None
     return {"format": format_, "text_fields": list(text_fields) or None, "id_field": id_field or None,
-            "time_field": time_field, "time_format": time_format, "kafka_start": start}
+            "time_field": time_field, "time_format": time_format, "kafka_start": start, "vocabulary": vocabulary_file}
 
 
 class Option(click.Option):

@@ -19,8 +19,8 @@ from .options import source_kwargs, source_options
 @click.option("--json", "as_json", is_flag=True,
               help='Send {"id", "text", "timestamp"} JSON objects instead of the bare text.')
 @click.option("--limit", type=click.IntRange(min=1), help="Send at most this many documents.")
-def produce(source, destination, format_, text_fields, id_field, time_field, time_format, from_offset,
-            from_time, as_json, limit):
+def produce(source, destination, format_, vocabulary_file, text_fields, id_field, time_field, time_format,
+            from_offset, from_time, as_json, limit):
     """Push an archive into a Kafka topic, one message per document (for demos and tests).
 
     The message key is the document's id, the message timestamp its time (when it has one).
@@ -28,8 +28,8 @@ def produce(source, destination, format_, text_fields, id_field, time_field, tim
     from kafka import KafkaProducer
 
     servers, topic = parse_kafka_url(destination)
-    opened = open_source(source, **source_kwargs(format_, text_fields, id_field, time_field, time_format,
-                                                  from_offset, from_time))
+    opened = open_source(source, **source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field,
+                                                  time_format, from_offset, from_time))
     try:
         producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=20)
     except Exception as error:

@@ -43,14 +43,51 @@ def snapshot_printer(console: Console, show_topics: bool, words: int):
     return show
 
 
-def report_counts(console: Console, summary: ReplaySummary, name: str) -> None:
-    """The documents replayed, absorbed, rejected and malformed, by reason; BadInput if none was read."""
+#: Why every document may have been rejected, by the commonest rejection: the hint of the error.
+NOTHING_ABSORBED_HINTS = {
+    "empty": "no document held a word the tokenizer keeps, of 3 letters or more and not a stop word",
+    "too_short": "no document held the 2 known words a document needs",
+    "no_known_words": "no document shared a word with the vocabulary learned from the first --warmup-documents",
+}
+#: What to check, by format, when the documents came out without words.
+FORMAT_HINTS = {
+    "lines": "is the file text? If not, name its format with --format: jsonl, csv, tsv, uci or ldac",
+    **dict.fromkeys(("jsonl", "csv", "tsv"), "is the text in --text-field?"),
+}
+
+
+def nothing_absorbed(summary: ReplaySummary, source) -> str:
+    """The one line that says why a replay absorbed no document: how many were rejected and why,
+    the format the archive was read as, and what to check."""
+    rejected = sum(summary.rejected.values())
+    ranked = summary.rejected.most_common()
+    if len(ranked) == 1 and rejected == summary.documents:
+        why = f"all {rejected:,} rejected as {ranked[0][0]}"
+    else:
+        why = f"{rejected:,} rejected ({', '.join(f'{n:,} {reason}' for reason, n in ranked) or 'none'})"
+    if summary.malformed:
+        why += f", {sum(summary.malformed.values()):,} malformed records skipped"
+    fmt = source.spec.get("format", "?")
+    hints = [NOTHING_ABSORBED_HINTS.get(ranked[0][0] if ranked else "", "the model took in no document")]
+    if summary.rejected.keys() & {"empty", "too_short"} and fmt in FORMAT_HINTS:
+        hints.append(FORMAT_HINTS[fmt])
+    return (f"{source.name}: absorbed 0 of {summary.documents:,} documents: {why} "
+            f"(read as format {fmt}; hint: {'; '.join(hints)})")
+
+
+def report_counts(console: Console, summary: ReplaySummary, source, interrupted: bool = False) -> None:
+    """The documents replayed, absorbed, rejected and malformed, by reason; BadInput if none was
+    read, or none absorbed: every one rejected, or none taken in by the end of the archive (a run
+    stopped early may still be warming up; an interrupted one is not judged: it exits 130)."""
+    name = source.name
     if summary.documents == 0 and not summary.malformed:
-        raise BadInput(f"{name}: no document found")
+        raise BadInput(f"{name}: no document found (read as format {source.spec.get('format', '?')})")
     if summary.documents == 0:
         raise BadInput(f"{name}: no readable record ({sum(summary.malformed.values()):,} malformed, "
                        f"e.g. {next(iter(summary.malformed))!r})")
     rejected = sum(summary.rejected.values())
+    if summary.absorbed == 0 and not interrupted and (rejected >= summary.documents or not summary.stopped):
+        raise BadInput(nothing_absorbed(summary, source))
     malformed = sum(summary.malformed.values())
     console.echo(f"replayed {summary.documents:,} documents from {name}: {summary.absorbed:,} absorbed, "
                  f"{rejected:,} rejected, {malformed:,} malformed records skipped")
@@ -94,7 +131,7 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
     finally:
         if live is not None:
             live.finish()
-    report_counts(console, summary, replay.source.name)
+    report_counts(console, summary, replay.source, interrupted=bool(interrupted))
     echo = console.echo
     echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
          f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
@@ -146,7 +183,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
             console.bar = None
     finally:
         client.close()
-    report_counts(console, summary, source.name)
+    report_counts(console, summary, source)
     console.echo(f"this run: {summary.documents:,} documents in {summary.elapsed_s:.1f} s "
                  f"({summary.documents / max(summary.elapsed_s, 1e-9):,.0f} docs/s on {summary.units} units, "
                  f"{summary.pieces} pieces; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s, "
@@ -191,14 +228,15 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @click.option("--dask", "dask_scheduler", metavar="SCHEDULER",
               help="Replay on a Dask cluster: tcp://HOST:8786 (a running `dask scheduler`) or local:N (N worker "
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
-def replay(source, format_, text_fields, id_field, time_field, time_format, from_offset, from_time, out,
-           snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
+def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset, from_time,
+           out, snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
            stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
            checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
-    of text files, a UCI docword file, kafka://HOST:PORT/TOPIC, or `builtin`.
+    of text files, a UCI docword file, an LDA-C corpus (NAME.ldac with its word list beside it or
+    --vocabulary FILE), kafka://HOST:PORT/TOPIC, or `builtin`.
 
     \b
     Examples:
@@ -217,7 +255,8 @@ def replay(source, format_, text_fields, id_field, time_field, time_format, from
             raise click.UsageError("--refine-device cuda: numba finds no CUDA device (auto falls back on the CPU)")
     console = Console(quiet)
     announce_first_compile(console.echo)
-    kwargs = source_kwargs(format_, text_fields, id_field, time_field, time_format, from_offset, from_time)
+    kwargs = source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset,
+                           from_time)
     if dask_scheduler:
         clashing = [name for name, given in (("--resume", resume), ("--speed", speed), ("--stop-after", stop_after),
                                              ("--checkpoint-every", checkpoint_every), ("--serve", serve_at),

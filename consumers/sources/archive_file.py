@@ -147,6 +147,18 @@ class ArchiveFile:
         self.raw.close()
 
 
+def read_word_list(path: Path) -> list[str]:
+    """The words of a bag-of-words archive's vocabulary file, one a line (line *i* = word *i*),
+    possibly compressed; :class:`SourceError` if it cannot be read."""
+    file = ArchiveFile(path)
+    try:
+        return [line.decode("utf-8").strip() for line in file.lines()]
+    except (ArchiveError, UnicodeDecodeError) as error:
+        raise SourceError(f"{path}: unreadable vocabulary ({error})") from None
+    finally:
+        file.close()
+
+
 def stem(path: Path) -> str:
     """File name without a compression suffix: ``a.jsonl.gz`` -> ``a.jsonl``."""
     return path.name[: -len(path.suffix)] if path.suffix in (".gz", ".zst") else path.name

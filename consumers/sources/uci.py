@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
-from .archive_file import ArchiveError, ArchiveFile
+from .archive_file import ArchiveError, ArchiveFile, read_word_list
 
 
 class UciSource(Source):
@@ -36,22 +36,12 @@ class UciSource(Source):
         if not vocab:
             raise SourceError(f"{path}: no vocab.{path.name[len('docword.'):]} beside it")
         self.path = path
-        self.words = self._read_vocabulary(sorted(vocab)[0])
+        self.words = read_word_list(sorted(vocab)[0])
         self._words = np.array(self.words, dtype=object)
         self.position = int(start)
         self.total: int | None = None
         self._file: ArchiveFile | None = None
         self.spec = {"path": str(path.resolve()), "format": "uci"}
-
-    @staticmethod
-    def _read_vocabulary(path: Path) -> list[str]:
-        file = ArchiveFile(path)
-        try:
-            return [line.decode("utf-8").strip() for line in file.lines()]
-        except (ArchiveError, UnicodeDecodeError) as error:
-            raise SourceError(f"{path}: unreadable vocabulary ({error})") from None
-        finally:
-            file.close()
 
     def __iter__(self) -> Iterator[Record | Malformed]:
         self._file = ArchiveFile(self.path)
