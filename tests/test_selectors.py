@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial.distance import cdist
 
 from streamtopics import StreamingTopicModel
-from streamtopics.evaluation import matched_l1, matched_l1_per_topic
+from streamtopics.evaluation import matched_l1
 from streamtopics.refresh.anchor_selection import select_anchors
 from streamtopics.refresh.recovery import recover_topics
-from streamtopics.swimmer import swimmer_corpus, swimmer_limb_topics
+from streamtopics.swimmer import limbs_recovered, swimmer_clean_corpus, swimmer_corpus, swimmer_limb_topics
 from streamtopics.synthetic import semi_synthetic, separable_topics
 from streamtopics.statistics.trackers import RandomProjectionTracker, n_projections_for_topics
 
@@ -124,46 +123,16 @@ def test_options_and_fallbacks(separable):
 # ------------------------------------------------------------------------------------------------
 
 
-def _limb_pixels(truth):
-    """Pixels that belong to some limb position (112 of them): a topic's own 7 pixels carry
-    weight 9 + 1/4 there, the other limbs' pixels 1/4 (the background)."""
-    return truth.max(axis=1) > 2 * truth.min(axis=1)
-
-
-def swimmer_topics_recovered(topic_word, truth):
-    """How many of the 16 limb topics are recovered, each matched to a distinct true limb.
-
-    Compared on the limb pixels only, renormalised.  The other 83% of every topic (background and
-    torso) is the same in all 16 topics and its split among the topics is not identifiable from
-    this corpus: the 256 images' proportions have rank 13 < 16, so e.g. moving mass t <= 1/16 of a
-    background pixel from the four positions of one limb to the four of another leaves every
-    image unchanged; RecoverL2 lands anywhere on that flat face, and the full-topic L1 error of
-    correctly anchored topics stays at 0.4-0.5 (measured up to M = 65,536) while the distance
-    between two true topics is 0.35.  On the limb pixels the true topics are 1.385 apart (L1,
-    every pair), so the threshold is half that: a matched estimate within 0.69 is nearer its own
-    true topic than any other (triangle inequality).  Measured: correctly anchored topics are at
-    0.42-0.54, topics from a non-limb anchor at 1.1-2.0.
-    """
-    limb = _limb_pixels(truth)
-    true_limb = truth[limb] / truth[limb].sum(axis=0)
-    estimate = topic_word[limb] / np.maximum(topic_word[limb].sum(axis=0), 1e-300)
-    distances = cdist(true_limb.T, true_limb.T, "cityblock")[~np.eye(16, dtype=bool)]
-    threshold = 0.5 * distances.min()
-    assert abs(threshold - 0.6923) < 1e-3
-    return int((matched_l1_per_topic(true_limb, estimate) < threshold).sum())
-
-
 @pytest.fixture(scope="module")
 def swimmer():
-    truth = swimmer_limb_topics()
-    words = [f"p{i}" for i in range(truth.shape[0])]
+    words = [f"p{i}" for i in range(swimmer_limb_topics().shape[0])]
     found = {}
     for n_docs in (256, 1024):
         docs = swimmer_corpus(n_docs=n_docs, seed=0)
         for method in METHODS:
             model = StreamingTopicModel(16, vocabulary=words, anchor_method=method)
             model.learn_many(docs)
-            found[method, n_docs] = swimmer_topics_recovered(model.refresh().topic_word, truth)
+            found[method, n_docs] = limbs_recovered(model.refresh().topic_word)
     return found
 
 
@@ -182,23 +151,28 @@ def test_swimmer_rp_and_hybrid_recover_the_limbs(swimmer):
     assert swimmer["fastanchors", 1024] == 14  # for the record
 
 
-def test_swimmer_at_dings_size_for_the_record(swimmer):
-    # Ding et al.'s exact setting, 256 documents (each image once), default options: nobody
-    # reaches 15.  The default relative support (0.5% of the documents, so anchor_min_df rules:
-    # 12 documents) lets background pixels (in ~13% of the images) in as candidates, and their
-    # rows are too noisy.  Measured: with rp_min_support=0.15 (above the background pixels'
-    # document frequency, below the limb pixels' ~28%) rp and hybrid anchor 16/16 limbs on
-    # seeds 0-2 (hybrid 15 once) -- a data-specific setting, not used as a default.
-    # The background topic (default) takes the torso and background pixels' common mass: rp
-    # recovers 9 and hybrid 4 topics with it, 6 and 3 without (background_topic=False).
-    # fastanchors recovers 13 since it searches the rectified candidates' block (the rank-16
-    # PSD projection removes most of the pixel noise); 1 without rectification (0 before the
-    # candidate cap of 1,000 left out 24 rare pixels).  The refinement's CVB0 sweeps (default
-    # since refine_sweeps=5) take fastanchors / rp / hybrid from 13 / 9 / 4 to 14 / 10 / 10; at
-    # 1,024 documents they change nothing.
-    assert swimmer["fastanchors", 256] == 14
-    assert swimmer["rp", 256] == 10
-    assert swimmer["hybrid", 256] == 10
+def test_swimmer_at_dings_size(swimmer):
+    # Ding et al.'s exact setting, 256 documents (each image once, 200 noisy pixels), default
+    # options (issue 45). Rare background pixels (in ~13% of the images) have rows of pure sampling
+    # noise whose random projections are extreme: the trackers' candidates keep only rows that stand
+    # out from their noise by SIGNAL_Z standard errors, and rp and hybrid anchor all 16 limbs
+    # (measured 16/16 on seeds 0-9 for rp, 16 on 9 of 10 seeds for hybrid, 14 on the other;
+    # before, 9-11 and 6-10: `python -m benchmarks.swimmer`). fastanchors recovers 14 (it
+    # searches the rectified candidates' block; the trackers' rule does not touch it).
+    assert swimmer["rp", 256] >= 15
+    assert swimmer["hybrid", 256] >= 15
+    assert swimmer["fastanchors", 256] == 14  # for the record
+
+
+@pytest.mark.parametrize("method", ["rp", "hybrid"])
+def test_swimmer_clean_images(method):
+    # Ding et al.'s clean images: each a document of its 48 body pixels, each pixel once. No word
+    # repeats in a document, so the trackers have no noise estimate: the candidates fall back on the
+    # raw projections and the support mask on document frequency (before: hybrid 4 limbs, rp 16)
+    words = [f"p{i}" for i in range(1024)]
+    model = StreamingTopicModel(16, vocabulary=words, anchor_method=method)
+    model.learn_many(swimmer_clean_corpus())
+    assert limbs_recovered(model.refresh().topic_word) >= 15  # measured 16 for both
 
 
 # ------------------------------------------------------------------------------------------------

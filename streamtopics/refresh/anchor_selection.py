@@ -30,12 +30,31 @@ class NotEnoughCandidatesError(ValueError):
 DEFAULT_RP_MIN_SUPPORT = 0.005
 
 
-def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT) -> np.ndarray:
+#: A tracker candidate's row must stand out from the corpus-average row by at least this many standard errors
+#: of its sampling noise (:meth:`~streamtopics.statistics.trackers.RandomProjectionTracker.signal_z`): the
+#: random projections' extremes are otherwise taken by rare words whose rows are noise. On Ding et al.'s noisy
+#: swimmer (256 images of 200 pixels) the background pixels' z stays below 5 (median 0) while the limb pixels'
+#: reaches 5-13, and the limbs recovered of 16 rose from 6-11 to 14-16 (rp and hybrid, seeds 0-9); 4 (about
+#: Bonferroni's 5 % over 1,024 words) let a background pixel in on some seeds (`benchmarks/swimmer.py`).
+SIGNAL_Z = 5.0
+
+
+def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT, tracker=None,
+                 n_topics: int = 1) -> np.ndarray:
     """Words eligible for the tracker's candidates: document frequency at least ``min_df`` and at
-    least the fraction ``min_support`` of the documents seen, and some mass."""
+    least the fraction ``min_support`` of the documents seen, some mass, and (given the ``tracker``)
+    a row that stands out from sampling noise (:data:`SIGNAL_Z`) unless fewer than ``n_topics``
+    words do: where no document repeats a word (sets of words, clean images) the noise estimate
+    has nothing to go on and every z is 0 or less."""
     df = np.asarray(view.document_frequency)
     need = max(float(min_df), float(min_support) * float(view.n_docs))
-    return (df >= need) & (np.asarray(view.word_mass) > 0)
+    mask = (df >= need) & (np.asarray(view.word_mass) > 0)
+    z = None if tracker is None else tracker.signal_z()
+    if z is not None:
+        distinct = mask & (z[: mask.shape[0]] >= SIGNAL_Z)
+        if np.count_nonzero(distinct) >= n_topics:
+            return distinct
+    return mask
 
 
 @dataclass(frozen=True)
@@ -195,7 +214,7 @@ def _tracker_support(request: AnchorRequest) -> np.ndarray:
         raise ValueError(f"anchor method {r.method!r} needs a RandomProjectionTracker")
     if r.tracker.n_words != r.view.n_words:
         raise ValueError(f"the tracker has {r.tracker.n_words} words, the statistics {r.view.n_words}")
-    return support_mask(r.view, r.min_df, r.min_support)
+    return support_mask(r.view, r.min_df, r.min_support, r.tracker, r.n_topics)
 
 
 def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, seed: int, chunk: int = 512) -> np.ndarray:

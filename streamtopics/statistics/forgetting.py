@@ -72,12 +72,14 @@ class DecayClock:
         """Multiply stored values by this to get the true decayed values."""
         return float(2.0 ** (-(self.clock - self.epoch) / self.half_life))
 
-    def weights(self, times: np.ndarray, settle: Callable[[float], None] | None) -> np.ndarray:
+    def weights(self, times: np.ndarray, settle: Callable[[float], None] | None,
+                max_exponent: float = MAX_EXPONENT) -> np.ndarray:
         """Advance the clock to the newest of ``times`` and return the documents' stored
         weights, first settling (``settle(factor)`` multiplies every stored value by factor)
-        if the exponent would pass :data:`MAX_EXPONENT`."""
+        if the exponent would pass ``max_exponent`` (sums of a weight's higher powers need a
+        lower one)."""
         end = max(self.clock, float(times.max())) if times.size else self.clock
-        if (end - self.epoch) / self.half_life > MAX_EXPONENT:
+        if (end - self.epoch) / self.half_life > max_exponent:
             self.clock = end
             self.settle(settle)
         self.clock = end

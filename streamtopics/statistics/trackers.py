@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 from .directions import document_directions
-from .forgetting import DecayClock
+from .forgetting import MAX_EXPONENT, DecayClock
 from .tracker_kernels import accumulate, balanced_chunks, group_by_word
 
 __all__ = ["DEFAULT_N_PROJECTIONS", "RandomProjectionTracker", "n_projections_for_topics"]
@@ -50,7 +50,8 @@ __all__ = ["DEFAULT_N_PROJECTIONS", "RandomProjectionTracker", "n_projections_fo
 DEFAULT_N_PROJECTIONS = 512
 
 # Format version of state_dict(); bump when the layout changes.
-_STATE_VERSION = 2  # 2: weight_sq and the decay clock (1 had neither: read as exact sums)
+_STATE_VERSION = 3  # 3: the noise sums of signal_z; 2: weight_sq and the decay clock (1 had neither: read as exact
+# sums)
 
 # Documents per internal block in update(): bounds the temporary (block x P) direction matrix.
 # Splitting a batch into blocks does not change any sum (per-word summation is in stream order).
@@ -135,6 +136,9 @@ class RandomProjectionTracker:
         self.U = np.zeros(n_words, dtype=np.float64)
         self.P = np.zeros((n_words, n_projections), dtype=np.float64)
         self.weight_sq = 0.0  # sum_d w_d^2 over the documents counted (n_docs without forgetting)
+        # (A, B) of signal_z: sum_d w_d^4 2 / (n_d - 1)^2 and sum_d w_d^4 4 n_d / (n_d - 1)^2 over the documents of
+        # n_d >= 2 tokens; None for a state written before they were kept
+        self.noise_sums: np.ndarray | None = np.zeros(2)
         self.decay = None if half_life is None else DecayClock(half_life, half_life_unit)
 
     _ARRAYS = ("S", "T", "U", "P")
@@ -171,7 +175,8 @@ class RandomProjectionTracker:
             return 0
         weights = None
         if self.decay is not None:
-            weights = self.decay.weights(self.decay.times(B, stream_times), self._rescale)
+            # the noise sums take the weights' fourth power: 2^(4 x 128) stays far from overflow
+            weights = self.decay.weights(self.decay.times(B, stream_times), self._rescale, MAX_EXPONENT / 2)
         used = self._add(indptr, indices, counts, keys, weights, 1.0)
         self.n_docs += used
         return used
@@ -238,6 +243,7 @@ class RandomProjectionTracker:
             if sign != 1.0:
                 ent_w *= sign
                 ent_u *= sign
+            self._add_noise_sums(ip, counts, None if weights is None else weights[b0:b1], sign)
             G = document_directions(keys[b0:b1], self.n_projections, self.seed)
             bounds = balanced_chunks(wstart, min(n_chunks, max(1, words.shape[0])))
             accumulate(
@@ -246,6 +252,21 @@ class RandomProjectionTracker:
             used += int(n_used)
         return used
 
+    def _add_noise_sums(self, ip, counts, weights, sign: float) -> None:
+        """Add one block's documents (``weights``: theirs, None: 1) to :attr:`noise_sums`, one
+        document after another in stream order (``np.add.accumulate`` is sequential), so that the
+        sums do not depend on how the stream was split into batches."""
+        if self.noise_sums is None:
+            return
+        tokens = np.concatenate(([0.0], np.cumsum(counts[ip[0] : ip[-1]])))
+        n = tokens[ip[1:] - ip[0]] - tokens[ip[:-1] - ip[0]]
+        kept = n >= 2.0
+        n = n[kept]
+        scale = np.full(n.size, sign) if weights is None else sign * weights[kept] ** 4
+        for column, term in enumerate((2.0 / (n - 1.0) ** 2, 4.0 * n / (n - 1.0) ** 2)):
+            terms = np.concatenate(([self.noise_sums[column]], scale * term))
+            self.noise_sums[column] = np.add.accumulate(terms)[-1]
+
     def _rescale(self, factor: float) -> None:
         """Multiply the stored sums by the decay ``factor`` (its square for the squared sums)."""
         self.S *= factor
@@ -253,6 +274,8 @@ class RandomProjectionTracker:
         for a in ("T", "U"):
             getattr(self, a)[...] *= factor * factor
         self.weight_sq *= factor * factor
+        if self.noise_sums is not None:
+            self.noise_sums *= factor ** 4
 
     def clear_word(self, word: int) -> None:
         """Forget one word (an open vocabulary gives its slot to another word): zero sums."""
@@ -281,6 +304,8 @@ class RandomProjectionTracker:
             np.add(getattr(self, a), getattr(other, a), out=getattr(self, a))
         self.n_docs += other.n_docs
         self.weight_sq += other.weight_sq
+        self.noise_sums = (None if self.noise_sums is None or other.noise_sums is None
+                           else self.noise_sums + other.noise_sums)
         return self
 
     def grow(self, n_words: int) -> None:
@@ -306,6 +331,8 @@ class RandomProjectionTracker:
             "n_docs": self.n_docs,
             "weight_sq": np.array(self.weight_sq),
         }
+        if self.noise_sums is not None:
+            d["noise_sums"] = self.noise_sums.copy()
         if self.decay is not None:
             d.update({k: np.array(v) for k, v in self.decay.state_dict().items()})
         for a in self._ARRAYS:
@@ -316,7 +343,7 @@ class RandomProjectionTracker:
     def from_state_dict(cls, d: dict) -> "RandomProjectionTracker":
         """Inverse of :meth:`state_dict` (bit-exact)."""
         version = int(d.get("version", _STATE_VERSION))
-        if version not in (1, _STATE_VERSION):
+        if version not in (1, 2, _STATE_VERSION):
             raise ValueError(f"unsupported tracker state version {version}")
         n_projections = int(d["n_projections"])
         t = cls(0, n_projections=n_projections, seed=int(d["seed"]))
@@ -330,6 +357,8 @@ class RandomProjectionTracker:
             setattr(t, a, arr)
         t.n_docs = int(d["n_docs"])
         t.weight_sq = float(d.get("weight_sq", t.n_docs))
+        noise = d.get("noise_sums")  # absent before version 3: signal_z is then None for good
+        t.noise_sums = None if noise is None else np.array(noise, dtype=np.float64, copy=True).reshape(2)
         if "half_life" in d:
             t.decay = DecayClock.from_state_dict(d)
         return t
@@ -367,6 +396,30 @@ class RandomProjectionTracker:
         f[ok] = num[ok] / den[ok]
         return np.clip(f, 0.0, 1.0)
 
+    def signal_z(self) -> np.ndarray | None:
+        """z_i: how many standard errors of sampling noise word i's row stands out from the
+        corpus-average row (V); None for a tracker restored from a state without its noise sums.
+
+        Were the row the average (the word spread over the documents as the corpus is), each
+        count would be H_d ~ Poisson(n_d p_i), p_i = S_i / M, and the numerator of
+        :meth:`signal_fraction`, U_i - S_i^2/M, would be 0 up to noise of variance
+        ``sum_d w_d^4 (2 p^2 + 4 n_d p^3) / (n_d - 1)^2 = p^2 A + p^3 B`` (Var H(H-1) = 2 lam^2 + 4 lam^3
+        for Poisson lam; A, B are :attr:`noise_sums`). z_i is that numerator over its noise: a row
+        whose z is small could be the average row plus noise, however extreme its projections.
+        """
+        if self.noise_sums is None:
+            return None
+        tot = float(self.S.sum())
+        if tot <= 0.0:
+            return np.zeros(self.n_words)
+        s2 = self.S * self.S / tot if self.decay is None else self.S * self.S * (self.weight_sq / (tot * tot))
+        p = self.S / tot
+        noise = np.sqrt(p * p * self.noise_sums[0] + p * p * p * self.noise_sums[1])
+        z = np.zeros(self.n_words)
+        ok = noise > 0.0
+        z[ok] = (self.U[ok] - s2[ok]) / noise[ok]
+        return z
+
     def projections(self, words=None, weighting: str = "snr") -> np.ndarray:
         """Projections of the normalised rows of the given words (all by default), (n, P).
 
@@ -394,7 +447,8 @@ class RandomProjectionTracker:
 
         min_support: boolean mask (V,) of the words allowed (e.g. document frequency >= a
         fraction of the documents seen); None allows every word seen.  Words with S_i == 0 are
-        never candidates.  weighting: "snr" (default) or "raw", see :meth:`projections`.
+        never candidates.  weighting: "snr" (default) or "raw", see :meth:`projections`; "snr"
+        ranks as "raw" where no allowed word has a signal estimate (no document repeats a word).
         Returns at most 2 P ids (int64), an empty array if no word qualifies; with
         return_wins=True also, per candidate, in how many of the 2 P extremes it won (true
         vertices win many directions, words that got in by noise one or two).
@@ -412,6 +466,9 @@ class RandomProjectionTracker:
         if idx.size == 0:
             empty = np.empty(0, dtype=np.int64)
             return (empty, empty.copy()) if return_wins else empty
+        if weighting == "snr" and not np.any(self.signal_fraction()[idx] > 0.0):
+            weighting = "raw"  # no word repeats in any document (sets of words): no noise estimate, every
+            # shrunk projection would be 0; the rows are then exact, and Ding et al.'s own ranking holds
         proj = self.projections(idx, weighting=weighting)
         hits = np.concatenate([idx[np.argmax(proj, axis=0)], idx[np.argmin(proj, axis=0)]])
         ids, wins = np.unique(hits, return_counts=True)
