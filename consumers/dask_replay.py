@@ -8,14 +8,16 @@ anywhere and added later. A :class:`DaskReplay` runs in four steps:
    does; the vocabulary is then frozen for everyone.
 2. **Scan, on the workers.** The rest of the archive is cut into
    :class:`~consumers.work_units.WorkUnit` ranges of positions; each worker counts the documents
-   of its units and notes where stream time enters a new interval
-   (:func:`~consumers.work_units.scan_unit`). From these small summaries the client places
-   every snapshot exactly where the sequential replay's schedule would (the same aligned
-   :class:`~streamtopics.schedule.RefreshSchedule`: every N documents and/or whenever stream time
-   crosses a multiple of the interval).
+   of its units and reads their times (:func:`~consumers.work_units.scan_unit`). From these
+   summaries the client runs the stream clock over the archive in order -- the model's
+   :class:`~streamtopics.stream_clock.StreamClock`, so each time is clamped as the sequential
+   replay clamps it -- and places every snapshot exactly where the sequential replay's schedule
+   would (the same aligned :class:`~streamtopics.schedule.RefreshSchedule`: every N documents
+   and/or whenever stream time crosses a multiple of the interval).
 3. **Absorb, on the workers.** Each unit is cut at the snapshot positions into pieces; each
    piece is learned into a partial model (:func:`~consumers.work_units.absorb_piece`) and the
-   pieces of one window are added together on the workers
+   pieces of one window are added together on the workers, each piece's clock started where the
+   plan found the sequential one
    (:func:`~consumers.work_units.merge_partials`): partial states move between workers as
    Dask futures.
 4. **Prefix merge and refresh, on the client, in window order.** The client adds window *i*'s
@@ -48,6 +50,7 @@ from typing import Callable, Iterator
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.schedule import RefreshSchedule
+from streamtopics.stream_clock import StreamClock
 
 from .checkpoint import ArchivePosition, CheckpointStore
 from .records import Malformed, Source, SourceError
@@ -102,6 +105,7 @@ class _Piece:
     first: int  # of the unit's documents
     count: int
     window: int
+    clock: float | None  # the stream clock before its first document
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ class DaskReplay:
         summary.documents = summary.documents_this_run = self.documents
         summary.absorbed = self.model.documents_absorbed
         summary.rejected = Counter(self.model.rejections)
+        summary.times_clamped = self.model.times_clamped
         summary.elapsed_s = time.perf_counter() - started
         self._progress(self.documents, self.documents)
         return summary
@@ -212,7 +217,7 @@ class DaskReplay:
                 self._malformed(item)
                 warmup.end = self.source.position
                 continue
-            self._observe_interval(warmup, item.timestamp)
+            self._observe_interval(warmup, self.driver.dated(item.timestamp))
             self.driver.learn(item.document, item.key, item.timestamp)
             self.documents += 1
             warmup.end = self.source.position
@@ -266,7 +271,7 @@ class DaskReplay:
         client, spec = self.client, self.source.spec
         units = self._units(warmup.after)
         summary.units = len(units)
-        scans = [client.submit(scan_unit, spec, unit, self.schedule, pure=False) for unit in units]
+        scans = [client.submit(scan_unit, spec, unit, pure=False) for unit in units]
         # each scan's summary comes to the client; its positions stay on the workers for absorb_piece
         heads = [client.submit(_first, scan) for scan in scans]
         positions = [client.submit(_second, scan) for scan in scans]
@@ -300,7 +305,7 @@ class DaskReplay:
                     return True
                 state["next"] = None
                 result = client.submit(absorb_piece, spec, step.unit, positions[step.unit.index], step.first,
-                                       step.count, recipe, pure=False)
+                                       step.count, recipe, step.clock, pure=False)
                 partial = client.submit(_first, result)
                 ends.setdefault(step.window, []).append(client.submit(_second, result))
                 if step.window in sums:
@@ -350,7 +355,7 @@ class DaskReplay:
         self.model.merge(partial)
         latest = max((e.latest_time for e in piece_ends if e.latest_time is not None), default=None)
         self.driver.advance(latest)
-        self.model.ingest.advance_clock(latest)
+        self.model.ingest.clock.catch_up(latest)
         summary.merge_s += time.perf_counter() - t0
         return piece_ends[-1]
 
@@ -359,6 +364,8 @@ class DaskReplay:
         replay's schedule replayed over the scans' summaries."""
         every, latest = self.every_documents, warmup.latest_interval
         documents, window, last = warmup.documents, 0, 0
+        clock = StreamClock(self.model.config.max_time_skew)
+        clock.catch_up(self.driver.stream_time)
         if every and documents % every == 0:
             yield _Close(window, documents, "after")
             window, last = window + 1, documents
@@ -367,24 +374,30 @@ class DaskReplay:
             for item in scan.malformed:
                 self._malformed(item)
             cuts: dict[int, str] = {}
-            for first, interval in scan.rises:
-                if latest is None:
-                    latest = interval  # the first time seen: no crossing
-                elif interval > latest:
-                    cuts[documents + first] = "before_next"
-                    latest = interval
+            clocks = []  # before each of the unit's documents
+            for d, t in enumerate(scan.times.tolist()):
+                clocks.append(clock.time)
+                dated = clock.advance(None if math.isnan(t) else t)
+                if self.every_seconds and dated is not None:
+                    interval = self.schedule.interval(dated)
+                    if latest is None:
+                        latest = interval  # the first time seen: no crossing
+                    elif interval > latest:
+                        cuts[documents + d] = "before_next"
+                        latest = interval
             # counted after the document, before the next one's time is looked at
             for d in self.schedule.grid_points(documents, documents + scan.documents):
                 cuts[d] = "after"
             start = documents
             for d in sorted(c for c in cuts if c > last):
                 if d > start:
-                    yield _Piece(unit, start - documents, d - start, window)
+                    yield _Piece(unit, start - documents, d - start, window, clocks[start - documents])
                     start = d
                 yield _Close(window, d, cuts[d])
                 window, last = window + 1, d
             if documents + scan.documents > start:
-                yield _Piece(unit, start - documents, documents + scan.documents - start, window)
+                yield _Piece(unit, start - documents, documents + scan.documents - start, window,
+                             clocks[start - documents])
             documents += scan.documents
         self._total, self.latest_interval = documents, latest
         if documents > last:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from streamtopics.text.documents import Rejection
 
 from . import reasons
-from .times import parse_time
+from .times import ImplausibleTime, parse_time, plausible
 from .untrusted_json import BadJSON, check_text, load_object
 
 FORMATS = ("auto", "json", "text")
@@ -86,9 +86,12 @@ class MessageDecoder:
         """:meth:`decode` of a Kafka record (``value``, ``key``, ``timestamp`` in milliseconds): the
         document's time is its own, else the record's."""
         decoded = self.decode(record.value, record.key)
-        if isinstance(decoded, Rejection) or decoded.timestamp is not None:
+        if isinstance(decoded, Rejection) or decoded.timestamp is not None or record.timestamp < 0:
             return decoded
-        return decoded._replace(timestamp=record.timestamp / 1000 if record.timestamp >= 0 else None)
+        try:
+            return decoded._replace(timestamp=plausible(record.timestamp / 1000))
+        except ImplausibleTime as error:
+            return Rejection(reasons.IMPLAUSIBLE_TIME, f"message timestamp {record.timestamp} ms: {error}")
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> DecodedMessage | Rejection:
         """The document in ``value`` keyed by ``key`` (the Kafka message key), or why not."""
@@ -131,6 +134,8 @@ class MessageDecoder:
         if self.timestamp_field is not None and data.get(self.timestamp_field) is not None:
             try:
                 timestamp = parse_time(data[self.timestamp_field], self.time_format)
+            except ImplausibleTime as error:
+                return Rejection(reasons.IMPLAUSIBLE_TIME, f"timestamp field {self.timestamp_field!r}: {error}")
             except ValueError as error:
                 return Rejection(reasons.UNDECODABLE, f"timestamp field {self.timestamp_field!r}: {error}")
         check_text(self.id_field or "id", key)

@@ -24,6 +24,7 @@ BAD_LINE = "bad_line"
 WORD_ID_OUT_OF_RANGE = "word_id_out_of_range"
 BAD_COUNT = "bad_count"
 TERM_COUNT_MISMATCH = "term_count_mismatch"
+IMPLAUSIBLE_TIME = "implausible_time"
 
 #: Every code with its human message.
 MESSAGES = {
@@ -43,4 +44,5 @@ MESSAGES = {
     WORD_ID_OUT_OF_RANGE: "word id out of range",
     BAD_COUNT: "bad count",  # an LDA-C id:count term whose count is not a whole number (or too large)
     TERM_COUNT_MISMATCH: "term count mismatch",  # an LDA-C line whose N is not its number of terms
+    IMPLAUSIBLE_TIME: "implausible time",  # before 0001 or from 2200 on (epoch milliseconds): consumers/times.py
 }

@@ -56,10 +56,13 @@ CHECKPOINTS = "checkpoints"  # the run directory's CheckpointStore
 @dataclass
 class ReplaySummary:
     """What a replay did. ``documents`` counts records handed to the model (the model may
-    still reject some: ``rejected``); ``malformed`` counts records that could not be read."""
+    still reject some: ``rejected``); ``malformed`` counts records that could not be read;
+    ``times_clamped`` the documents dated more than the model's ``max_time_skew`` after the
+    stream clock (absorbed, counted as dated that far: :mod:`streamtopics.stream_clock`)."""
 
     documents: int = 0
     absorbed: int = 0
+    times_clamped: int = 0
     malformed: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     snapshots: list[Path] = field(default_factory=list)
@@ -170,14 +173,14 @@ class Replay:
                     summary.stopped = True
                     break
                 continue
-            timestamp = item.timestamp
+            timestamp = self.driver.dated(item.timestamp)  # what the model will count it as
             if self._interval_crossed(timestamp) and self.since_snapshot:
                 self._snapshot(position, summary, scheduled=True)
             if timestamp is not None and self.speed:
                 if paced_from is None:
                     paced_from = (timestamp, self._clock())
                 self._wait_until(paced_from[1] + (timestamp - paced_from[0]) / self.speed)
-            self.driver.queue(item.document, item.key, timestamp)
+            self.driver.queue(item.document, item.key, item.timestamp)
             position = self.source.position
             self.documents += 1
             self.since_snapshot += 1
@@ -201,6 +204,7 @@ class Replay:
         summary.documents = self.documents
         summary.absorbed = self.model.documents_absorbed
         summary.rejected = Counter(self.model.rejections)
+        summary.times_clamped = self.model.times_clamped
         summary.elapsed_s = self._clock() - started
         self._stop = False
         return summary

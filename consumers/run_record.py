@@ -42,6 +42,7 @@ def write_run_record(out_dir, summary, snapshot_version: int | None, documents_s
         "documents": int(summary.documents), "absorbed": int(summary.absorbed),
         "rejected": {str(k): int(v) for k, v in summary.rejected.items()},
         "malformed": {str(k): int(v) for k, v in summary.malformed.items()},
+        "times_clamped": int(summary.times_clamped),
         "documents_this_run": int(summary.documents_this_run), "elapsed_s": float(summary.elapsed_s),
         "refresh_s": float(summary.refresh_s), "checkpoint_s": float(summary.checkpoint_s),
         "ingest_rate": float(summary.ingest_rate),

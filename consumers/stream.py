@@ -42,6 +42,7 @@ from typing import Callable, Protocol
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 from streamtopics.ingest import TEXT_BATCH
+from streamtopics.stream_clock import StreamClock
 
 from .snapshot_directory import SnapshotDirectory
 
@@ -56,7 +57,8 @@ class Checkpoints(Protocol):
 class StreamDriver:
     """``model`` fed documents in stream order, refreshed into ``snapshots`` and checkpointed to
     ``checkpoints`` (see the module docstring; may be set later, before the first checkpoint).
-    ``stream_time`` is the latest document time learned or queued (None until one had a time).
+    ``stream_time`` is the latest document time learned or queued (None until one had a time),
+    bounded by the model's ``max_time_skew`` as the model bounds it (:mod:`streamtopics.stream_clock`).
 
     Documents are either learned at once (:meth:`learn`) or queued (:meth:`queue`) and learned
     together by :meth:`absorb`, through :meth:`StreamingTopicModel.learn_many`: raw text then
@@ -70,27 +72,36 @@ class StreamDriver:
         self.checkpoints = checkpoints
         self.snapshots = snapshots
         self.clock = clock
-        self.stream_time: float | None = None
+        self.stream_clock = StreamClock(model.config.max_time_skew)  # the model's rule, one document ahead
         self._documents: list = []  # the queue, as learn_many's three columns
         self._keys: list = []
         self._times: list = []
 
+    @property
+    def stream_time(self) -> float | None:
+        return self.stream_clock.time
+
     # ------------------------------------------------------------------ learn
+    def dated(self, timestamp: float | None) -> float | None:
+        """The time the next document, dated ``timestamp``, will count as (at most
+        ``max_time_skew`` after the clock): what a schedule or the pacing should look at."""
+        return self.stream_clock.bound(timestamp)
+
     def advance(self, timestamp: float | None) -> None:
-        """Stream time moves to ``timestamp`` if it is later (it never goes back)."""
-        if timestamp is not None:
-            self.stream_time = timestamp if self.stream_time is None else max(self.stream_time, timestamp)
+        """Stream time moves to ``timestamp``, a reading of this clock (a checkpoint's), if it
+        is later (it never goes back)."""
+        self.stream_clock.catch_up(timestamp)
 
     def learn(self, document, key=None, timestamp: float | None = None) -> None:
         """Feed one decoded document now (the model may reject it: its ``on_reject`` says so)."""
         self.absorb()
-        self.advance(timestamp)
+        self.stream_clock.advance(timestamp)
         self.model.learn_one(document, key, stream_time=timestamp)
 
     def queue(self, document, key=None, timestamp: float | None = None) -> None:
         """Queue one decoded document behind those queued before it; a full queue
         (``TEXT_BATCH`` documents, one compiled pass) is absorbed at once."""
-        self.advance(timestamp)
+        self.stream_clock.advance(timestamp)
         self._documents.append(document)
         self._keys.append(key)
         self._times.append(timestamp)

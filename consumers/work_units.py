@@ -6,11 +6,14 @@ worker reads its unit twice, each time through the source's public API
 (``open_source(**spec, start=...)``):
 
 1. :func:`scan_unit`: the cheap pass, no tokenising: how many documents the unit holds, its
-   malformed records, where stream time enters a new snapshot interval, and the position after
-   each document (kept on the worker: the second pass starts from them);
+   malformed records, each document's time (the client runs the stream clock over them in
+   archive order: its bound on skew depends on every earlier document, so no worker can apply
+   it alone) and the position after each document (kept on the worker: the second pass starts
+   from them);
 2. :func:`absorb_piece`: once the client knows where the snapshot windows cut the unit, each
    piece (a run of the unit's documents inside one window) is learned into a fresh partial model
-   over the frozen vocabulary: :class:`PartialRecipe`.
+   over the frozen vocabulary: :class:`PartialRecipe`, its stream clock started where the
+   client's plan says the sequential replay's stands.
 
 Partials of one window are added with :func:`merge_partials`. Every function here is pure (a
 task Dask reruns after losing a worker gives the same result), so they may run anywhere.
@@ -24,7 +27,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamtopics import StreamingTopicModel
-from streamtopics.schedule import RefreshSchedule
 from streamtopics.text.tokenizer import Tokenizer
 from streamtopics.text.vocabulary import Vocabulary
 
@@ -49,13 +51,11 @@ class WorkUnit:
 @dataclass
 class UnitScan:
     """What :func:`scan_unit` found: ``documents`` (records handed to the model),
-    ``malformed`` records, and ``rises``: ``(document, interval)`` wherever the unit's latest
-    stream-time interval (:meth:`RefreshSchedule.interval`) grows, ``document`` counted from the
-    unit's first one."""
+    ``malformed`` records, and ``times``: each document's own time, as read (NaN: none)."""
 
     documents: int = 0
     malformed: list[Malformed] = field(default_factory=list)
-    rises: list[tuple[int, int]] = field(default_factory=list)
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -110,32 +110,30 @@ def _items(spec: dict, start: int, stop: int | None):
             yield item, source.position
 
 
-def scan_unit(spec: dict, unit: WorkUnit, schedule: RefreshSchedule) -> tuple[UnitScan, np.ndarray]:
-    """The unit's :class:`UnitScan` (stream-time intervals of the aligned ``schedule``) and the
-    position after each of its documents."""
-    scan, after, latest = UnitScan(), [], None
+def scan_unit(spec: dict, unit: WorkUnit) -> tuple[UnitScan, np.ndarray]:
+    """The unit's :class:`UnitScan` and the position after each of its documents."""
+    scan, after, times = UnitScan(), [], []
     for item, position in _items(spec, unit.start, unit.stop):
         if isinstance(item, Malformed):
             scan.malformed.append(item)
             continue
-        if schedule.every_stream_seconds and item.timestamp is not None:
-            interval = schedule.interval(item.timestamp)
-            if latest is None or interval > latest:
-                scan.rises.append((len(after), interval))
-                latest = interval
+        times.append(np.nan if item.timestamp is None else item.timestamp)
         after.append(position)
-    scan.documents = len(after)
+    scan.documents, scan.times = len(after), np.asarray(times, dtype=np.float64)
     return scan, np.asarray(after, dtype=np.int64)
 
 
 def absorb_piece(spec: dict, unit: WorkUnit, after: np.ndarray, first: int, count: int,
-                 recipe: PartialRecipe) -> tuple[StreamingTopicModel, PieceEnd]:
+                 recipe: PartialRecipe, clock: float | None) -> tuple[StreamingTopicModel, PieceEnd]:
     """Learn the unit's documents ``first`` to ``first + count - 1`` (``after``: the positions
-    :func:`scan_unit` returned) into a new partial model; with where the piece ends. Documents
-    are queued in a :class:`~consumers.stream.StreamDriver` and learned in batches, as the
-    sequential replay learns them (the same sums as one at a time)."""
+    :func:`scan_unit` returned) into a new partial model whose stream clock starts at ``clock``
+    (the sequential replay's before the first of them: the same times clamped); with where the
+    piece ends. Documents are queued in a :class:`~consumers.stream.StreamDriver` and learned in
+    batches, as the sequential replay learns them (the same sums as one at a time)."""
     model = recipe.new_model()
+    model.ingest.clock.catch_up(clock)
     driver = StreamDriver(model, None)
+    driver.advance(clock)
     start = unit.start if first == 0 else int(after[first - 1])
     learned, end_position, before_next = 0, start, None
     for item, position in _items(spec, start, None):

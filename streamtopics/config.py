@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .refresh.anchors import default_max_candidates, default_min_document_frequency
 from .refresh.device import DEVICE_MAX_COLUMNS
 from .statistics.forgetting import HALF_LIFE_UNITS
+from .stream_clock import DEFAULT_MAX_SKEW
 from .refresh.anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
 STATISTICS = ("exact", "sketch", "auto")
@@ -83,6 +84,9 @@ class ModelConfig:
     activity_half_life: float | None = _setting(
         None, "Half-life of the activity that keeps faded words out of the anchors (None: half_life / 8).")
     half_life_unit: str = _setting("documents", f"The unit of half_life: one of {HALF_LIFE_UNITS}.")
+    max_time_skew: float | None = _setting(
+        DEFAULT_MAX_SKEW, "A document dated more seconds than this after the stream clock counts as dated this far "
+        "after it (None: no bound).")
     history_size: int = _setting(512, "Records kept by the topic history.")
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
     refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
@@ -171,7 +175,7 @@ class ModelConfig:
             raise ValueError("sketch_size is a number of columns, at least 2")
         if self.sketch_rank is not None and self.sketch_rank < 1:
             raise ValueError("sketch_rank is at least 1")
-        for name in ("refresh_every_stream_seconds", "refresh_every_wall_seconds"):
+        for name in ("refresh_every_stream_seconds", "refresh_every_wall_seconds", "max_time_skew"):
             value = getattr(self, name)
             if value is not None and not float(value) > 0:
                 raise ValueError(f"{name} is a positive number of seconds (or None)")

@@ -36,6 +36,7 @@ from .refresh.anchor_selection import NotEnoughCandidatesError
 from .refresh.reservoir import Reservoir
 from .statistics.sketch import SketchedCooccurrence
 from .statistics.combined import Statistics
+from .stream_clock import StreamClock
 from .text.tokenizer import DEFAULT_PATTERN, Tokenizer
 from .text.batch_encoder import TextBatchEncoder
 from .text.vocabulary import Vocabulary
@@ -81,13 +82,27 @@ class Ingest:
         self.rejections: Counter = Counter()
         self.oov_tokens = 0.0
         self.documents_truncated = 0
-        self.stream_time = None
+        self.clock = StreamClock(config.max_time_skew)
+
+    @property
+    def stream_time(self) -> float | None:
+        """The stream clock: the latest document time, bounded (:mod:`streamtopics.stream_clock`)."""
+        return self.clock.time
+
+    @stream_time.setter
+    def stream_time(self, value: float | None) -> None:
+        self.clock.time = value
+
+    @property
+    def times_clamped(self) -> int:
+        """Documents dated more than ``max_time_skew`` after the clock, counted as dated that far."""
+        return self.clock.clamped
 
     # ------------------------------------------------------------------ documents in
     def advance_clock(self, stream_time) -> None:
-        """The stream clock never goes back: an older time leaves it where it is."""
-        if stream_time is not None:
-            self.stream_time = stream_time if self.stream_time is None else max(self.stream_time, stream_time)
+        """Date the next document: the clock never goes back, and moves at most
+        ``max_time_skew`` ahead (:meth:`StreamClock.advance`)."""
+        self.clock.advance(stream_time)
 
     def learn_one(self, document, key=None) -> None:
         """Absorb one document (see :meth:`StreamingTopicModel.learn_one`)."""
@@ -202,12 +217,13 @@ class Ingest:
         return len(accepted)
 
     def _running_clock(self, stream_times: list) -> list:
-        """The stream clock after each of these documents (:meth:`advance_clock` in turn)."""
+        """The stream clock after each of these documents (:meth:`advance_clock` in turn; the
+        clock itself is left where it was, the caller sets it as the segments are accepted)."""
         now, clocks = self.stream_time, []
         for t in stream_times:
-            if t is not None:
-                now = t if now is None else max(now, t)
-            clocks.append(now)
+            self.advance_clock(t)
+            clocks.append(self.stream_time)
+        self.stream_time = now
         return clocks
 
     def _reject_outcomes(self, outcome: np.ndarray, oov: np.ndarray, documents: list, keys: list,
@@ -373,6 +389,7 @@ class Ingest:
         self.rejections.update(other.rejections)
         self.oov_tokens += other.oov_tokens
         self.documents_truncated += other.documents_truncated
+        self.clock.clamped += other.clock.clamped
 
     def reservoir_batch(self) -> DocumentBatch | None:
         """The refinement reservoir's documents with their key hashes, or None while it holds
@@ -402,6 +419,7 @@ class Ingest:
             "replaced_slots": sorted(self.replaced_slots),
             "admitted_at": [[i, t] for i, t in sorted(self.admitted_at.items())],
             "stream_time": self.stream_time,
+            "times_clamped": self.clock.clamped,
         }
         return arrays, meta
 
@@ -421,6 +439,7 @@ class Ingest:
         self.oov_tokens = meta["oov_tokens"]
         self.documents_truncated = meta["documents_truncated"]
         self.stream_time = meta.get("stream_time")
+        self.clock.clamped = int(meta.get("times_clamped", 0))
         self.replaced_slots = set(meta.get("replaced_slots", []))
         self.admitted_at = {int(i): float(t) for i, t in meta.get("admitted_at", [])}
         if meta.get("open_vocabulary") is not None:

@@ -96,9 +96,10 @@ class StreamingTopicModel:
         The statistics (:meth:`statistics` includes the buffered documents), the tracker of the
         ``"rp"`` and ``"hybrid"`` methods, the recent document frequencies with forgetting, the
         documents refinement runs over, and the open vocabulary's sketch (each None when off).
-    rejections, oov_tokens, documents_truncated, documents_absorbed
+    rejections, oov_tokens, documents_truncated, documents_absorbed, times_clamped
         Rejected documents by reason (a Counter), unknown tokens of accepted documents, texts cut
-        at ``max_text_chars``, and documents whose statistics are in the model.
+        at ``max_text_chars``, documents whose statistics are in the model, and documents dated
+        more than ``max_time_skew`` after the stream clock (counted as dated that far).
     ingest, lineage, schedule, history
         The parts: :class:`~streamtopics.ingest.Ingest`, :class:`~streamtopics.refresh.lineage.RefreshState`,
         the :class:`~streamtopics.schedule.RefreshSchedule` and the :class:`~streamtopics.history.TopicHistory`.
@@ -148,7 +149,8 @@ class StreamingTopicModel:
         one its content does. ``stream_time`` (seconds, e.g. the message timestamp) dates the
         document for a half-life in stream time, drives ``refresh_every_stream_seconds`` and
         stamps automatic snapshots. The stream clock never goes back: a document
-        older than one seen before is dated at the latest time seen."""
+        older than one seen before is dated at the latest time seen; nor does it jump: a document
+        dated more than ``max_time_skew`` after it counts as dated that far (:mod:`~streamtopics.stream_clock`)."""
         self.ingest.advance_clock(stream_time)
         before = self.documents_absorbed
         self.ingest.learn_one(document, key)
@@ -457,7 +459,7 @@ def _read_only(part: str, name: str, text: str) -> property:
 _PART_ATTRIBUTES = {
     "lineage": ("snapshot",),
     "ingest": ("vocabulary", "stats", "tracker", "activity", "reservoir", "open_vocabulary", "tokenizer",
-               "on_reject", "rejections", "oov_tokens", "documents_truncated", "documents_absorbed"),
+               "on_reject", "rejections", "oov_tokens", "documents_truncated", "documents_absorbed", "times_clamped"),
 }
 for _part, _names in _PART_ATTRIBUTES.items():
     for _name in _names:

@@ -210,3 +210,24 @@ def test_models_whose_state_depends_on_the_whole_order_are_refused(archive, tmp_
         DaskReplay(StreamingTopicModel(6, half_life=1000), source, tmp_path, client=None, every_documents=500)
     with pytest.raises(SourceError, match="not uci"):
         DaskReplay(new_model(), open_source(str(REUTERS.parents[1] / "uci-kos")), tmp_path, client=None)
+
+
+def test_dask_replay_clamps_future_dated_documents_as_the_sequential_replay(archive, client, tmp_path):
+    """Documents dated years ahead (issue 47, item 3) move the stream clock by at most the model's
+    ``max_time_skew`` each: the plan runs the same clock over the scanned times, so the snapshot
+    grid, the stream times and the count of clamped times equal the sequential replay's."""
+    lines = archive.read_text(encoding="utf-8").splitlines()
+    for i in (900, 1800, 1801, 2500):
+        row = json.loads(lines[i])
+        row["date"] = "26-FEB-1991 15:01:01.79"
+        lines[i] = json.dumps(row)
+    dated = tmp_path / "future-dated.jsonl"
+    dated.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    schedule = {"every_documents": 700, "every_seconds": DAY}
+    expected = sequential(dated, tmp_path / "sequential", **schedule)
+    actual = DaskReplay(new_model(), open_source(str(dated), **FIELDS), tmp_path / "dask", client, unit_size=450,
+                        **schedule).run()
+    assert actual.times_clamped == expected.times_clamped == 4
+    assert assert_same_snapshots(tmp_path / "sequential", tmp_path / "dask") >= 6
+    assert read_checkpoint(tmp_path / "dask").counters == read_checkpoint(tmp_path / "sequential").counters
+    assert read_checkpoint(tmp_path / "dask").counters["stream_time"] < 560_000_000  # 1987-09, not 1991

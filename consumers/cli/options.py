@@ -81,6 +81,19 @@ def source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field, t
             "time_field": time_field, "time_format": time_format, "kafka_start": start, "vocabulary": vocabulary_file}
 
 
+class TimeSkew(click.ParamType):
+    """``--max-time-skew``: a duration (:func:`parse_duration`), or ``none`` for no bound."""
+
+    name = "duration|none"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, float):
+            return value
+        if str(value).strip().lower() == "none":
+            return None
+        return parse_duration(str(value))
+
+
 class Option(click.Option):
     """A click option that still accepts its ``old`` spellings (hidden from --help); the
     :class:`Command` it belongs to rewrites them to its name."""

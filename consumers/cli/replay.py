@@ -9,13 +9,14 @@ import click
 
 from streamtopics import StreamingTopicModel, TopicSnapshot
 
+from .. import reasons
 from ..kernel_cache import announce_first_compile
 from ..replay import Replay, ReplaySummary, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
 from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
-from .options import (Command, device_option, live_service, model_option, model_options, parse_duration,
+from .options import (Command, TimeSkew, device_option, live_service, model_option, model_options, parse_duration,
                       serve_options, serve_until_interrupted, source_kwargs, source_options, topic_options,
                       topic_settings)
 
@@ -48,6 +49,10 @@ NOTHING_ABSORBED_HINTS = {
     "empty": "no document held a word the tokenizer keeps, of 3 letters or more and not a stop word",
     "too_short": "no document held the 2 known words a document needs",
     "no_known_words": "no document shared a word with the vocabulary learned from the first --warmup-documents",
+}
+#: Why every record may have been malformed, by the commonest reason: the hint of the error.
+NOTHING_READ_HINTS = {
+    reasons.IMPLAUSIBLE_TIME: "times are epoch seconds (not milliseconds) or ISO 8601, from year 1 to 2199",
 }
 #: What to check, by format, when the documents came out without words.
 FORMAT_HINTS = {
@@ -83,8 +88,10 @@ def report_counts(console: Console, summary: ReplaySummary, source, interrupted:
     if summary.documents == 0 and not summary.malformed:
         raise BadInput(f"{name}: no document found (read as format {source.spec.get('format', '?')})")
     if summary.documents == 0:
+        commonest = summary.malformed.most_common(1)[0][0]
+        hint = f"; hint: {NOTHING_READ_HINTS[commonest]}" if commonest in NOTHING_READ_HINTS else ""
         raise BadInput(f"{name}: no readable record ({sum(summary.malformed.values()):,} malformed, "
-                       f"e.g. {next(iter(summary.malformed))!r})")
+                       f"e.g. {commonest!r}{hint})")
     rejected = sum(summary.rejected.values())
     if summary.absorbed == 0 and not interrupted and (rejected >= summary.documents or not summary.stopped):
         raise BadInput(nothing_absorbed(summary, source))
@@ -94,6 +101,8 @@ def report_counts(console: Console, summary: ReplaySummary, source, interrupted:
     for title, counts in (("rejected", summary.rejected), ("malformed", summary.malformed)):
         for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             console.echo(f"  {title:<9} {n:>8,}  {reason}")
+    if summary.times_clamped:
+        console.echo(f"  {'clamped':<9} {summary.times_clamped:>8,}  times more than --max-time-skew after the stream clock")
 
 
 def report_snapshots(console: Console, out: Path) -> None:
@@ -212,6 +221,8 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 @click.option("--half-life-time", type=parse_duration, metavar="DURATION",
               help="Forget by stream time: a document's weight halves every DURATION (7d, 12h) of stream "
                    "time after it (needs --time-field or Kafka).")
+@model_option("max_time_skew", TimeSkew(), metavar="DURATION",
+              more_help="A duration (90s, 12h, 7d) or 'none'; see docs/replay.md, 'Times'.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N",
               help="Also checkpoint every N documents (always: at the end and when stopped).")
 @click.option("--stop-after", type=click.IntRange(min=1), metavar="N",
@@ -231,7 +242,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
 def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset, from_time,
            out, snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
            stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
-           checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
+           max_time_skew, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
 
     SOURCE is a file (JSON Lines, CSV/TSV, text one document per line; .gz or .zst), a directory
@@ -285,7 +296,7 @@ def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, 
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup_documents,
-                                    seed=seed, refine_device=refine_device, **forgetting,
+                                    seed=seed, refine_device=refine_device, max_time_skew=max_time_skew, **forgetting,
                                     **topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df,
                                                      match_threshold, burn_in))
         if snapshot_every is None and snapshot_interval is None:

@@ -7,7 +7,7 @@ from typing import Iterable, Iterator, Mapping
 
 from .. import reasons
 from ..records import Malformed, Record, SourceError
-from ..times import parse_time
+from ..times import ImplausibleTime, parse_time
 from ..untrusted_json import BadJSON, check_text
 
 
@@ -48,6 +48,8 @@ class Fields:
                 timestamp = parse_time(row[self.time], self.time_format)
             except KeyError:
                 return Malformed(where(), reasons.MISSING_FIELD, f"time field {self.time!r}")
+            except ImplausibleTime as error:
+                return Malformed(where(), reasons.IMPLAUSIBLE_TIME, f"time field {self.time!r}: {error}")
             except ValueError as error:
                 return Malformed(where(), reasons.UNDECODABLE, f"time field {self.time!r}: {error}")
         try:
