@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from streamtopics.text.documents import Rejection
+from streamtopics.text.rejection import Rejection
 
 from .. import reasons
 from ..messages import DecodedMessage, MessageDecoder, text_key
