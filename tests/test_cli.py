@@ -161,6 +161,16 @@ def test_resume_from_a_bad_checkpoint_exits_2(stopped_run, tmp_path, damage):
     assert "Traceback" not in result.stderr and "replayed" not in result.stdout
 
 
+def test_a_run_whose_model_file_is_gone_says_no_such_file(stopped_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    state = run / "checkpoints" / "ckpt-0000000001.state"
+    state.unlink()
+    result = cli("infer", "--model", run, stdin="apple pear\n")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.splitlines() == [f"Error: {state}: no such file"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["replay", "missing.jsonl"], "no such file or directory: missing.jsonl"),
     (["replay", "news.jsonl", "--format", "xml"], "Invalid value for '--format'"),

@@ -77,6 +77,8 @@ class _Group(click.Group):
                 raise
             if _is_bad_input(error):
                 raise BadInput(str(error)) from None
+            if isinstance(error, FileNotFoundError) and error.filename:  # e.g. a run's model file, deleted
+                raise BadInput(f"{error.filename}: no such file") from None
             if isinstance(error, MissingExtra):
                 raise Failure(str(error)) from None
             if isinstance(error, OSError) and error.filename:  # e.g. no space left on the run directory's disk
