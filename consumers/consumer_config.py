@@ -21,12 +21,13 @@ import warnings
 from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 
-from streamtopics import StreamingTopicModel
 from streamtopics import config as model_config
-from streamtopics.text.tokenizer import configured_tokenizer
 
 from .messages import FORMATS, MessageDecoder
 from .renames import deprecated
+
+if typing.TYPE_CHECKING:
+    from streamtopics import StreamingTopicModel
 
 ENV_PREFIX = "STREAMTOPICS_"
 #: The text options' help, shared with the replay's options (:mod:`consumers.cli.options`).
@@ -232,6 +233,9 @@ class ConsumerConfig:
 
     def new_model(self, on_reject=None) -> StreamingTopicModel:
         """A fresh model as configured (refreshes are the service's job, not the model's)."""
+        from streamtopics import StreamingTopicModel
+        from streamtopics.text.tokenizer import configured_tokenizer
+
         options = {"vocabulary_size": self.vocabulary_size, "warmup_documents": self.warmup_documents,
                    "anchor_min_df": self.anchor_min_df, "seed": self.seed, **self.model_options}
         tokenizer = configured_tokenizer(self.stop_words, self.strip_mail)

@@ -8,7 +8,7 @@ its cache directory (``__pycache__`` beside the module, or ``$NUMBA_CACHE_DIR``)
 those index files costs a few milliseconds and compiles nothing. An index older than its source
 does not count: numba recompiles then.
 
-    >>> import streamtopics
+    >>> import streamtopics.model
     >>> len(kernels()) > 10
     True
 """
@@ -28,7 +28,7 @@ COMPILING_MESSAGE = "compiling kernels, once, ~35 s (numba caches them on disk f
 
 
 def kernels() -> list[Dispatcher]:
-    """The numba kernels of the library's imported modules (``import streamtopics`` imports
+    """The numba kernels of the library's imported modules (``import streamtopics.model`` imports
     all of them)."""
     found = []
     for name, module in list(sys.modules.items()):
@@ -99,6 +99,6 @@ def _stop(helper: subprocess.Popen) -> None:
 
 def first_compile() -> bool:
     """True when no kernel of the library is cached yet: this run compiles them."""
-    import streamtopics  # noqa: F401  (registers the kernel modules)
+    import streamtopics.model  # noqa: F401  (the model imports, and so registers, every kernel module)
 
     return not any(is_cached(kernel) for kernel in kernels())

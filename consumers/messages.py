@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from streamtopics.text.documents import Rejection
+from streamtopics.text.rejection import Rejection
 
 from . import reasons
 from .times import ImplausibleTime, parse_time, plausible

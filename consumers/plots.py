@@ -7,12 +7,13 @@
 
 ``kind="prevalence"`` draws every topic's prevalence at each snapshot against stream time (the
 documents' timestamps, when every snapshot has one) or documents seen; a topic that is born or
-dies simply starts or stops. The :data:`LABELLED` most prevalent topics at the end get a colour
-and a legend entry each; the others are drawn in grey under one legend entry ("other"), so the
-legend covers every line. No two topics in one figure share a colour (:func:`topic_colours`:
-the palette, then evenly spaced hues when there are more topics). ``kind="top_words"`` draws the latest snapshot's topics as small bar charts of their
-``top_n`` most probable words, most prevalent topic first. The format follows the file name's
-suffix (``.png``, ``.svg``, ``.pdf``).
+dies simply starts or stops. The :data:`LABELLED` most prevalent topics at the end get a colour,
+a line and a legend entry each; the others, the dead ones included, are summed into one grey
+line, "other: N topics" (:func:`other_prevalence`, as the dashboard's chart does), so the legend
+names every line. No two topics in one figure share a colour (:func:`topic_colours`: the palette,
+then evenly spaced hues when there are more topics). ``kind="top_words"`` draws the latest
+snapshot's topics as small bar charts of their ``top_n`` most probable words, most prevalent
+topic first. The format follows the file name's suffix (``.png``, ``.svg``, ``.pdf``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ LABELLED = 12  # topics named in the prevalence legend (the most prevalent at th
 PALETTE = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]  # no greys
 
 
-OTHER = "0.7"  # the grey of the topics grouped as "other"
+OTHER = "0.7"  # the grey of the line summing the "other" topics
 
 
 def topic_colours(topics) -> dict:
@@ -63,6 +64,12 @@ def _prevalence_series(files: list[Path]):
     return points
 
 
+def other_prevalence(points, shown) -> list[float]:
+    """At each point of :func:`_prevalence_series`, the summed prevalence of the topics not in
+    ``shown``: the "other" line (0 where all of them are absent)."""
+    return [sum(share for topic, share in point[2].items() if topic not in shown) for point in points]
+
+
 def _save(fig, out_path: Path, dpi: int) -> None:
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "streamtopics"}):  # SVG text stays text
         fig.savefig(out_path, dpi=dpi, metadata={"Date": None} if out_path.suffix.lower() == ".svg" else None)
@@ -80,14 +87,14 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
     ranked = sorted(final, key=lambda t: -final[t])[:LABELLED]
     colours = topic_colours(sorted(ranked))
     others = [t for t in ids if t not in colours]
+    marker = "o" if len(points) < 30 else None
     fig, ax = plt.subplots(figsize=(10, 5.2), layout="constrained")
-    for topic in ranked + others:
-        ys = [p[2].get(topic, math.nan) for p in points]
-        strong = topic in colours
-        ax.plot(xs, ys, color=colours.get(topic, OTHER), linewidth=1.8 if strong else 0.9,
-                marker="o" if len(points) < 30 else None, markersize=3, zorder=3 if strong else 2,
-                label=f"#{topic} {last_anchor[topic]}" if strong else
-                (f"other: {len(others)} topic{'s' if len(others) > 1 else ''}" if topic == others[0] else None))
+    for topic in ranked:
+        ax.plot(xs, [p[2].get(topic, math.nan) for p in points], color=colours[topic], linewidth=1.8,
+                marker=marker, markersize=3, zorder=3, label=f"#{topic} {last_anchor[topic]}")
+    if others:
+        ax.plot(xs, other_prevalence(points, colours), color=OTHER, linewidth=0.9, marker=marker, markersize=3,
+                zorder=2, label=f"other: {len(others)} topic{'s' if len(others) > 1 else ''}")
     ax.set_ylabel("prevalence")
     ax.set_xlabel("stream time (UTC)" if use_time else "documents seen")
     ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))

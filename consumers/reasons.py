@@ -3,7 +3,7 @@
 The code is what replay summaries, the consumer's ``documents_rejected_total{reason}`` metric and
 the dead-letter header ``streamtopics.reason`` carry, whether the input came from an archive or
 from Kafka; :data:`MESSAGES` holds the phrase a report line shows for it. The model adds its own
-codes after tokenization (:data:`streamtopics.text.documents.REJECTION_REASONS`).
+codes after tokenization (:data:`streamtopics.text.rejection.REJECTION_REASONS`).
 """
 
 from __future__ import annotations

@@ -11,12 +11,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .refresh.anchors import default_max_candidates, default_min_document_frequency
 from .refresh.device import DEVICE_MAX_COLUMNS
 from .statistics.forgetting import HALF_LIFE_UNITS
 from .stream_clock import DEFAULT_MAX_SKEW
-from .refresh.anchor_selection import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 
+#: The selectors of :data:`~streamtopics.refresh.anchor_selection.ANCHOR_SELECTORS`, named here so
+#: that the settings (and the command line's --help) do not import the anchor search.
+ANCHOR_METHODS = ("fastanchors", "rp", "hybrid")
+#: Default relative support of the tracker-based selectors: a word is eligible when it occurs in at
+#: least this fraction of the documents seen (the tracker's ranking needs a threshold that grows
+#: with M, see :mod:`~streamtopics.statistics.trackers`), and in at least ``min_df`` documents.
+DEFAULT_RP_MIN_SUPPORT = 0.005
 STATISTICS = ("exact", "sketch", "auto")
 #: ``cooccurrence="auto"`` keeps exact sums up to this many words (V(V+1)/2 float64: 1.6 GB at
 #: 20,000 words) and sketches above it (BENCHMARKS.md, "Large vocabularies").
@@ -221,12 +226,16 @@ class ModelConfig:
 
     def candidate_limit(self) -> int | None:
         """The cap on candidate anchors in force (``max_anchor_candidates``)."""
+        from .refresh.anchors import default_max_candidates
+
         if self.max_anchor_candidates == "auto":
             return default_max_candidates(self.n_topics)
         return self.max_anchor_candidates
 
     def min_document_frequency(self, n_docs: float) -> int:
         """The candidate-anchor threshold for ``n_docs`` documents (``anchor_min_df``)."""
+        from .refresh.anchors import default_min_document_frequency
+
         if self.anchor_min_df == "auto":
             return default_min_document_frequency(n_docs)
         return int(self.anchor_min_df)

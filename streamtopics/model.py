@@ -424,7 +424,8 @@ class StreamingTopicModel:
     @classmethod
     def load(cls, path, on_reject: RejectHandler | None = None) -> "StreamingTopicModel":
         """Restore a model written by :meth:`save`; raises
-        :class:`~streamtopics.state.CorruptStateError` if the file is damaged."""
+        :class:`~streamtopics.state.CorruptStateError` if the file is damaged (FileNotFoundError
+        if there is none)."""
         return load_model(cls, path, on_reject)
 
     def __getstate__(self) -> dict:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .evaluation import relevance as relevance_of, top_word_ids
 from .refresh.labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
@@ -116,6 +115,8 @@ class TopicSnapshot:
         the words peculiar to a topic above those frequent everywhere; :data:`DISPLAY_RELEVANCE`
         is what the command line and the dashboard show. The values are p(w|z) either way.
         """
+        from .evaluation import relevance as relevance_of, top_word_ids  # scipy and numba: not for --help
+
         ranking = self._rankings.get(relevance)
         if ranking is None or ranking.shape[1] < min(n, self.topic_word.shape[0]):
             # a longer ranking's first n words are the n-word ranking (one order: value, then word id)

@@ -91,10 +91,8 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
                 raise CorruptStateError(f"{path}: no manifest; not a streamtopics state file")
             manifest = json.loads(bytes(archive[_MANIFEST]).decode("utf-8"))
             arrays = {name: archive[name] for name in names - {_MANIFEST}}
-    except CorruptStateError:
-        raise
-    except MemoryError:
-        raise
+    except (CorruptStateError, MemoryError, FileNotFoundError, PermissionError):
+        raise  # a missing or forbidden file is not a damaged one
     except Exception as error:  # noqa: BLE001 - whatever a damaged zip makes the reader raise
         raise CorruptStateError(f"{path}: unreadable state file ({type(error).__name__}: {error})") from error
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("format_version") not in (1, 2):

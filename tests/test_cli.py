@@ -161,6 +161,24 @@ def test_resume_from_a_bad_checkpoint_exits_2(stopped_run, tmp_path, damage):
     assert "Traceback" not in result.stderr and "replayed" not in result.stdout
 
 
+def test_a_run_whose_model_file_is_gone_says_no_such_file(stopped_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    state = run / "checkpoints" / "ckpt-0000000001.state"
+    state.unlink()
+    result = cli("infer", "--model", run, stdin="apple pear\n")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.splitlines() == [f"Error: {state}: no such file"]
+
+
+def test_a_wrong_time_format_is_one_line_not_a_screen_of_warnings(tmp_path):
+    archive = write_archive(tmp_path / "news.jsonl")
+    result = cli("replay", archive, "--time-field", "time", "--time-format", "%d-%b-%Y", "--out", tmp_path / "run")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.splitlines() == [f"Error: {archive}: --time-format '%d-%b-%Y' reads none of the first 20 "
+                                          "times in field 'time' (e.g. '2024-03-01T00:00:00Z')"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["replay", "missing.jsonl"], "no such file or directory: missing.jsonl"),
     (["replay", "news.jsonl", "--format", "xml"], "Invalid value for '--format'"),

@@ -22,6 +22,13 @@ def test_every_setting_has_a_default_and_a_doc():
         assert doc(setting.name).strip(), setting.name
 
 
+def test_the_anchor_methods_the_settings_name_are_the_selectors_there_are():
+    from streamtopics.config import ANCHOR_METHODS
+    from streamtopics.refresh.anchor_selection import ANCHOR_SELECTORS
+
+    assert ANCHOR_METHODS == tuple(ANCHOR_SELECTORS)
+
+
 def test_get_config_is_the_config_and_rebuilds_the_model():
     model = StreamingTopicModel(3, half_life=800, max_df=0.5)
     config = model.get_config()

@@ -14,7 +14,7 @@ from consumers.consumer_config import ConsumerConfig
 from consumers.messages import text_key
 from consumers.records import Malformed, Record
 from consumers.sources import Fields, KafkaSource
-from consumers.sources.fields import TextFieldCheck
+from consumers.sources.fields import FieldCheck
 from consumers.sources.kafka_topic import message_decoder
 from streamtopics import Rejection
 
@@ -35,7 +35,7 @@ class OfflineTopic(KafkaSource):
     def __init__(self, fields: Fields | None):
         self.topic, self.fields = "news", fields
         self.decoder = message_decoder(fields)
-        self._text_check = TextFieldCheck(fields, "Kafka topic 'news'") if fields else None
+        self._text_check = FieldCheck(fields, "Kafka topic 'news'") if fields else None
 
 
 HOSTILE = [

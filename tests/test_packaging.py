@@ -36,14 +36,19 @@ def package_data() -> set[str]:
     return files
 
 
-@pytest.mark.slow
-def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path):
-    # built from a copy of the sources: setuptools builds in the tree, and a checkout's build/
-    # keeps files deleted since, which a wheel built there would carry
+def copy_of_the_sources(tmp_path: Path) -> Path:
+    """The checkout's sources in ``tmp_path``: setuptools builds in the tree, and a checkout's
+    build/ keeps files deleted since, which a wheel built there would carry."""
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=lambda folder, names: [
         n for n in names if n in ("__pycache__", "streamtopics.egg-info")
         or (Path(folder) == ROOT and n in (".git", ".venv", "build", "dist", "runs", "kafka", ".artifacts"))])
+    return source
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path):
+    source = copy_of_the_sources(tmp_path)
     built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"),
                  str(source)], cwd=tmp_path)
     assert built.returncode == 0, built.stderr
@@ -99,3 +104,20 @@ def test_the_wheel_installs_in_a_fresh_virtualenv_and_runs_the_main_job(tmp_path
     cold = run([str(bin_dir / "python"), "-c", "from consumers.kernel_cache import first_compile; print(first_compile())"],
                cwd=tmp_path)
     assert cold.stdout.strip() == "False", cold.stderr  # the next run prints no compile message
+
+
+@pytest.mark.slow
+def test_the_editable_install_that_the_scripts_run_prints_nothing(tmp_path):
+    """pip install --quiet -e (scripts/install.sh, scripts/demo.sh) says nothing when all is well:
+    no setuptools warning box about the editable install's import finder (issue 48 item 9c)."""
+    source = copy_of_the_sources(tmp_path)
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    # the scripts' pip: older ones (ensurepip's) keep the build's warnings to themselves
+    assert run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], cwd=tmp_path).returncode == 0
+    installed = run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                     "-e", str(source)], cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout + installed.stderr == ""
+    found = run([python, "-c", "import consumers, streamtopics; print(streamtopics.__file__)"], cwd=tmp_path)
+    assert found.stdout.strip() == str(source / "streamtopics" / "__init__.py"), found.stderr

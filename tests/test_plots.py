@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_rgba
+from matplotlib.colors import to_hex, to_rgba
 
-from consumers.plots import LABELLED, PALETTE, plot_snapshots, topic_colours
+from consumers.plots import LABELLED, OTHER, PALETTE, other_prevalence, plot_snapshots, topic_colours
 from run_helpers import finished_run
 from streamtopics import StreamingTopicModel
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
@@ -88,3 +88,12 @@ def test_no_two_topics_share_a_colour_and_the_legend_covers_every_line(tmp_path)
     assert f"other: {len(ever) - LABELLED} topics" in text
     strong = set(re.findall(r"stroke: (#[0-9a-f]{6}); stroke-width: 1\.8", text))
     assert len(strong) == LABELLED  # one colour per labelled topic (each drawn twice: line and legend)
+    assert text.count(f"stroke: {to_hex(OTHER)}; stroke-width: 0.9") == 2  # one "other" line, and its legend
+
+
+def test_the_other_line_sums_the_prevalence_of_every_topic_not_shown():
+    """As the dashboard's chart: the topics past the labelled ones, dead ones included, make one
+    line of their summed prevalence (issue 48 item 9d)."""
+    points = [(100, None, {1: 0.5, 2: 0.3, 3: 0.2}, {}), (200, None, {1: 0.6, 4: 0.4}, {}), (300, None, {1: 1.0}, {})]
+    assert other_prevalence(points, {1}) == pytest.approx([0.5, 0.4, 0.0])
+    assert other_prevalence(points, {1, 2, 3, 4}) == [0, 0, 0]

@@ -301,6 +301,27 @@ def test_a_wrong_text_field_fails_within_the_first_records_naming_the_fields_the
     assert source.position == 100  # lines read: not the whole archive
 
 
+def test_a_wrong_time_format_fails_within_the_first_records_showing_a_time(tmp_path):
+    rows = ({"text": f"document {i}", "time": f"2024-03-01T00:00:{i % 60:02d}Z"} for i in range(5000))
+    path = write_jsonl(tmp_path / "news.jsonl", rows)
+    source = open_source(path, time_field="time", time_format="%d-%b-%Y")
+    with pytest.raises(SourceError) as raised:
+        for item in source:
+            pytest.fail(f"an item came before the error: {item}")
+    assert str(raised.value) == (f"{path}: --time-format '%d-%b-%Y' reads none of the first 20 times in field "
+                                 "'time' (e.g. '2024-03-01T00:00:00Z')")
+    assert source.position == 20
+
+
+def test_a_right_time_format_reports_each_unreadable_time(tmp_path):
+    rows = [{"text": "late", "time": "soon"}] * 19 + [{"text": "on time", "time": "01-Mar-2024"}]
+    items = list(open_source(write_jsonl(tmp_path / "news.jsonl", rows), time_field="time", time_format="%d-%b-%Y"))
+    assert [getattr(i, "reason", "record") for i in items] == ["undecodable"] * 19 + ["record"]
+    rows = [{"text": "on time", "time": "01-Mar-2024"}] + [{"text": "late", "time": "soon"}] * 30
+    items = list(open_source(write_jsonl(tmp_path / "news.jsonl", rows), time_field="time", time_format="%d-%b-%Y"))
+    assert [getattr(i, "reason", "record") for i in items] == ["record"] + ["undecodable"] * 30
+
+
 def test_the_wrong_field_error_names_every_text_field_asked_for(tmp_path):
     path = write_jsonl(tmp_path / "news.jsonl", ({"title": f"document {i}"} for i in range(100)))
     with pytest.raises(SourceError, match=r"no text field 'body' or 'summary' in the first 100 records \(their "

@@ -5,7 +5,6 @@ line on stderr, and are hidden from --help."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 from pathlib import Path
 
@@ -134,9 +133,8 @@ def test_an_unknown_model_option_fails_before_kafka(monkeypatch):
     def connect(*args, **kwargs):
         raise AssertionError("the consumer was built")
 
-    consume_module = importlib.import_module("consumers.cli.consume")
-    monkeypatch.setattr(consume_module, "TopicModelConsumer", connect)
-    monkeypatch.setattr(consume_module, "run_group", connect)
+    monkeypatch.setattr("consumers.kafka_consumer.TopicModelConsumer", connect)  # consume imports them when it runs
+    monkeypatch.setattr("consumers.group.run_group", connect)
     for workers in ("0", "2"):
         result = CliRunner().invoke(main, ["consume", "--topic", "news", "--bootstrap-servers", "127.0.0.1:9",
                                            "--workers", workers, "--model-option", "refine_sweps=1",

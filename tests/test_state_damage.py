@@ -43,6 +43,11 @@ def same_model(a, b) -> bool:
             and np.array_equal(a.snapshot.topic_word, b.snapshot.topic_word))
 
 
+def test_a_missing_file_is_not_damage(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        StreamingTopicModel.load(tmp_path / "missing.state")
+
+
 def test_the_zip_flags_that_escaped_as_other_errors(saved, tmp_path):
     """The central directory's "encrypted" flag and "version needed to extract" made the zip
     reader raise RuntimeError and NotImplementedError, which stopped a consumer on every start.

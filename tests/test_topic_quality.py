@@ -183,8 +183,6 @@ def test_relevance_ranking_against_the_formula():
 def test_a_snapshot_ranks_its_words_once_per_weight(monkeypatch):
     """Labels, events and history ask a snapshot for the same ranking: it is computed once per
     relevance weight (again only for a longer list), and every list is the plain stable sort's."""
-    import streamtopics.snapshot as snapshot_module
-
     rng = np.random.default_rng(4)
     topic_word = np.round(rng.dirichlet(np.full(60, 0.2), 5).T, 3)  # rounded: ties, and zeros
     topic_word /= topic_word.sum(axis=0)
@@ -196,7 +194,7 @@ def test_a_snapshot_ranks_its_words_once_per_weight(monkeypatch):
         calls.append(weight)
         return relevance(topic_word, word_distribution, weight)
 
-    monkeypatch.setattr(snapshot_module, "relevance_of", counted_relevance)
+    monkeypatch.setattr("streamtopics.evaluation.relevance", counted_relevance)  # top_words imports it when called
     marginal = topic_word @ np.full(5, 0.2)
     for weight in (None, 0.6, 0.3):
         with np.errstate(divide="ignore"):

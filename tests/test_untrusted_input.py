@@ -18,7 +18,7 @@ from consumers.records import Malformed, Record
 from consumers.times import parse_time
 from consumers.sources import Fields, JsonLinesSource
 from streamtopics import StreamingTopicModel
-from streamtopics.text.documents import REJECTION_REASONS, Rejection
+from streamtopics.text.rejection import REJECTION_REASONS, Rejection
 
 WORDS = [f"w{i}" for i in range(30)]
 KNOWN = set(reasons.MESSAGES) | set(REJECTION_REASONS)

@@ -28,12 +28,7 @@ import sys
 
 import click
 
-from streamtopics.refresh.anchor_selection import NotEnoughCandidatesError
-from streamtopics.state import CorruptStateError
-
 from ..extras import MissingExtra
-from ..records import SourceError
-from ..replay import CheckpointError
 from .bench import bench
 from .console import BadInput, Failure
 from .consume import consume
@@ -44,6 +39,15 @@ from .inspect import events, plot, topics
 from .produce import produce
 from .replay import replay
 from .serve import serve
+
+#: The library's errors that mean bad input (exit 2), by module. Looked up in ``sys.modules``: an
+#: error can only be one of these if its module is loaded, and ``--help`` should not load them.
+BAD_INPUT_ERRORS = {
+    "consumers.records": "SourceError",
+    "consumers.replay": "CheckpointError",
+    "streamtopics.state": "CorruptStateError",
+    "streamtopics.refresh.anchor_selection": "NotEnoughCandidatesError",
+}
 
 EXIT_CODES = """\b
 Exit codes:
@@ -71,13 +75,21 @@ class _Group(click.Group):
         except Exception as error:
             if os.environ.get("STREAMTOPICS_DEBUG"):
                 raise
-            if isinstance(error, (SourceError, CheckpointError, CorruptStateError, NotEnoughCandidatesError)):
+            if _is_bad_input(error):
                 raise BadInput(str(error)) from None
+            if isinstance(error, FileNotFoundError) and error.filename:  # e.g. a run's model file, deleted
+                raise BadInput(f"{error.filename}: no such file") from None
             if isinstance(error, MissingExtra):
                 raise Failure(str(error)) from None
             if isinstance(error, OSError) and error.filename:  # e.g. no space left on the run directory's disk
                 raise Failure(f"{error.filename}: {error.strerror}") from None
             raise Failure(f"{type(error).__name__}: {error}") from None
+
+
+def _is_bad_input(error: Exception) -> bool:
+    """Whether ``error`` is one of :data:`BAD_INPUT_ERRORS`."""
+    return any(isinstance(error, getattr(sys.modules.get(module), name, ()))
+               for module, name in BAD_INPUT_ERRORS.items())
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})

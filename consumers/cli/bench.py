@@ -6,9 +6,6 @@ import time
 
 import click
 
-from streamtopics import StreamingTopicModel
-
-from .. import builtin_corpus
 from ..records import Record
 from ..sources import open_source
 from .console import BadInput
@@ -27,6 +24,10 @@ def bench(source, format_, vocabulary_file, text_fields, id_field, time_field, t
 
     SOURCE defaults to the built-in stream. Prints documents per second for each stage.
     """
+    from streamtopics import StreamingTopicModel
+
+    from .. import builtin_corpus
+
     opened = open_source(source, **source_kwargs(format_, vocabulary_file, text_fields, id_field, time_field,
                                                   time_format, from_offset, from_time))
     timings = []

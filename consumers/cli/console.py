@@ -8,14 +8,18 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from tqdm import tqdm
 
-from streamtopics import TopicSnapshot
 from streamtopics.snapshot import DISPLAY_RELEVANCE, EVENT_TYPES
 
 from ..records import Malformed
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from streamtopics import TopicSnapshot
 
 
 MALFORMED_SHOWN = 20  # malformed records printed one by one; the summary counts them all
@@ -56,6 +60,8 @@ class Console:
 
     @contextmanager
     def progress(self, source, label: str):
+        from tqdm import tqdm
+
         _, _, unit = source.progress()
         self.bar = tqdm(desc=label, unit=unit, unit_scale=unit == "B", unit_divisor=1024 if unit == "B" else 1000,
                         disable=not sys.stdout.isatty() or self.quiet, dynamic_ncols=True, leave=False)

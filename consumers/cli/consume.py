@@ -26,9 +26,6 @@ from dataclasses import MISSING, fields
 import click
 
 from ..consumer_config import ENV_PREFIX, ConsumerConfig, field_kinds
-from ..group import run_group
-from ..kafka_consumer import TopicModelConsumer
-from ..kernel_cache import announce_first_compile
 from ..signals import ignore_stop_signals
 from .group import group_options, setup_logging
 from .options import Command, Option
@@ -106,6 +103,10 @@ def _overrides(settings: dict) -> dict:
 def consume(config_file, show_config, log_level, workers, member_prefix, group_store, refresh_interval, **settings):
     """Consume Kafka topics into a streaming topic model: exactly-once model state (checkpoint,
     then commit), snapshots to a topic and a directory, per-document topic mixtures, dead letters."""
+    from ..group import run_group
+    from ..kafka_consumer import TopicModelConsumer
+    from ..kernel_cache import announce_first_compile
+
     try:
         config = ConsumerConfig.load(config_file, **_overrides(settings))
     except (ValueError, TypeError, OSError) as error:

@@ -10,12 +10,7 @@ from pathlib import Path
 
 import click
 
-from streamtopics import StreamingTopicModel
-
-from .. import builtin_corpus
 from ..extras import missing_modules
-from ..kernel_cache import announce_first_compile
-from ..replay import Replay
 from .console import Console, topic_table
 from .options import Command, live_service, model_option, serve_options, serve_until_interrupted
 from .replay import prepare_out, run_replay
@@ -39,6 +34,12 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
     network, no broker. Prints events as topics are born, die and change, then the final
     topics, and leaves the snapshots, a checkpoint and the model in --out.
     """
+    from streamtopics import StreamingTopicModel
+
+    from .. import builtin_corpus
+    from ..kernel_cache import announce_first_compile
+    from ..replay import Replay
+
     console = Console(quiet)
     version = ".".join(map(str, sys.version_info[:3]))
     console.echo(f"streamtopics demo: replaying the docstrings of the Python {version} standard library "

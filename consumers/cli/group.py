@@ -10,10 +10,7 @@ import sys
 import click
 
 from ..consumer_config import ConsumerConfig
-from ..group import Refresher, Worker
-from ..kernel_cache import announce_first_compile
 from ..signals import ignore_stop_signals
-from ..store import DirectoryStateStore, coverage, overlaps
 
 
 def setup_logging(level: str) -> None:
@@ -34,6 +31,9 @@ def group():
 @click.option("--log-level", default="INFO")
 def worker_command(config_file, store, member, log_level):
     """One worker: absorb the assigned partitions into partial statistics, checkpoint to the store."""
+    from ..group import Worker
+    from ..store import DirectoryStateStore
+
     setup_logging(log_level)
     service = Worker(ConsumerConfig.load(config_file), DirectoryStateStore(store), member)
     service.install_signal_handlers()
@@ -49,6 +49,10 @@ def worker_command(config_file, store, member, log_level):
 @click.option("--log-level", default="INFO")
 def refresher_command(config_file, store, interval, log_level):
     """The refresher: merge the newest partial states, refresh, publish."""
+    from ..group import Refresher
+    from ..kernel_cache import announce_first_compile
+    from ..store import DirectoryStateStore
+
     setup_logging(log_level)
     announce_first_compile(logging.getLogger("streamtopics.refresher").info)
     refresher = Refresher(ConsumerConfig.load(config_file), DirectoryStateStore(store), interval)
@@ -61,6 +65,8 @@ def refresher_command(config_file, store, interval, log_level):
 @click.option("--store", required=True, type=click.Path(exists=True, file_okay=False))
 def status_command(store):
     """The store's partial states: documents, offsets covered, overlaps (must be none)."""
+    from ..store import DirectoryStateStore, coverage, overlaps
+
     partials = DirectoryStateStore(store).partials()
     out = {"partials": [{"member": p.member, "sequence": p.checkpoint.sequence,
                          "offsets": {f"{t}/{q}": o for (t, q), o in sorted(p.checkpoint.offsets.items())}}

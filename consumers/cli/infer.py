@@ -9,12 +9,8 @@ from pathlib import Path
 
 import click
 
-from streamtopics import StreamingTopicModel
-
 from .. import reasons
-from ..kernel_cache import COMPILING_MESSAGE, first_compile
 from ..records import Malformed, Record
-from ..replay import model_path
 from ..sources import open_source
 from .console import BadInput, Console
 from .options import source_kwargs, source_options
@@ -50,6 +46,11 @@ def infer(input, model_location, format_, vocabulary_file, text_fields, id_field
     INPUT is `-` (stdin, one document per line; the key is the line number) or any archive that
     `replay` reads (the key is the record's id).
     """
+    from streamtopics import StreamingTopicModel
+
+    from ..kernel_cache import COMPILING_MESSAGE, first_compile
+    from ..replay import model_path
+
     model = StreamingTopicModel.load(model_path(model_location))
     if model.snapshot is None:
         raise BadInput(f"{model_location}: the model has no topics yet (it was never refreshed)")

@@ -15,7 +15,6 @@ from pathlib import Path
 import click
 
 from streamtopics import config as model_config
-from streamtopics.text.tokenizer import configured_tokenizer
 
 from ..consumer_config import STOP_WORDS_HELP, STRIP_MAIL_HELP
 from ..extras import require
@@ -186,6 +185,8 @@ def topic_options(function):
 
 def topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in) -> dict:
     """StreamingTopicModel keyword arguments from :func:`topic_options`."""
+    from streamtopics.text.tokenizer import configured_tokenizer
+
     settings = {"max_df": max_df, "anchor_min_df": anchor_min_df, "match_threshold": match_threshold,
                 "burn_in": burn_in}
     tokenizer = configured_tokenizer(stop_words_file, strip_mail)

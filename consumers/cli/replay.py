@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from streamtopics import StreamingTopicModel, TopicSnapshot
-
 from .. import reasons
-from ..kernel_cache import announce_first_compile
-from ..replay import Replay, ReplaySummary, checkpoint_dir, restore_checkpoint
 from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
@@ -20,8 +17,15 @@ from .options import (Command, TimeSkew, device_option, live_service, model_opti
                       serve_options, serve_until_interrupted, source_kwargs, source_options, topic_options,
                       topic_settings)
 
+if TYPE_CHECKING:  # the model and the engine load when a replay runs, not for --help
+    from streamtopics import StreamingTopicModel, TopicSnapshot
+
+    from ..replay import Replay, ReplaySummary
+
 
 def prepare_out(out: Path, force: bool) -> None:
+    from ..replay import checkpoint_dir
+
     checkpoints = checkpoint_dir(out)
     existing = SnapshotDirectory(out).files() + (sorted(checkpoints.iterdir()) if checkpoints.is_dir() else [])
     if existing and not force:
@@ -259,6 +263,11 @@ def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, 
       streamtopics replay --resume --out runs/news
       streamtopics replay news.jsonl.gz --out runs/news --snapshot-every 20000 --dask local:4
     """
+    from streamtopics import StreamingTopicModel
+
+    from ..kernel_cache import announce_first_compile
+    from ..replay import Replay, restore_checkpoint
+
     if refine_device == "cuda":  # said now, not at the first refresh after the warm-up documents
         from streamtopics.refresh.gpu import cuda_available
 

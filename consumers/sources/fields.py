@@ -69,30 +69,38 @@ class Fields:
 
 
 WRONG_FIELD_AFTER = 100  # objects without the text field, none with it: the field name is wrong
+WRONG_FORMAT_AFTER = 20  # times that --time-format cannot read, none it can: the format is wrong
 
 
-class TextFieldCheck:
-    """Tells a wrong text-field name from records that lack the field.
+class FieldCheck:
+    """Tells a wrong text-field name or time format from records that lack the field or hold a
+    bad time.
 
-    When the first :data:`WRONG_FIELD_AFTER` objects of a read all lack every text field,
-    :meth:`see` raises :class:`SourceError` naming the fields they do have, instead of the whole
-    archive going by as malformed records. :meth:`held_back` holds the malformed items back until
-    the question is settled (no document is held: one with the field settles it), so that the
-    error comes as one line rather than after a screen of warnings."""
+    When the first :data:`WRONG_FIELD_AFTER` objects of a read all lack every text field, or the
+    first :data:`WRONG_FORMAT_AFTER` times all fail to parse with ``time_format``, :meth:`see`
+    raises :class:`SourceError` saying so, instead of the whole archive going by as malformed
+    records (a shorter read reports each). :meth:`held_back` holds the malformed items back
+    until the questions are settled (no document is held: one with the field and a readable time
+    settles them), so that the error comes as one line rather than after a screen of warnings."""
 
     def __init__(self, fields: Fields, source_name: str):
         self.fields, self.source_name = fields, source_name
         self._without_text: list[set] | None = []  # field names of each; None once one had the text
+        self._bad_times: list | None = [] if fields.time and fields.time_format else None  # None: settled
 
     def found(self) -> None:
-        """A record had its document: the field name is right."""
-        self._without_text = None
+        """A record was read whole (its document and its time): the field name and format are right."""
+        self._without_text = self._bad_times = None
 
     def see(self, row: Mapping) -> None:
+        self._see_text(row)
+        self._see_time(row)
+
+    def _see_text(self, row: Mapping) -> None:
         if self._without_text is None:
             return
         if any(name in row for name in self.fields.text):
-            self.found()
+            self._without_text = None
             return
         self._without_text.append(set(row))
         if len(self._without_text) >= WRONG_FIELD_AFTER:
@@ -101,10 +109,24 @@ class TextFieldCheck:
             raise SourceError(f"{self.source_name}: no text field {wanted} in the first {len(self._without_text)} "
                               f"records (their fields: {', '.join(seen) or 'none'}); name the text with --text-field")
 
+    def _see_time(self, row: Mapping) -> None:
+        if self._bad_times is None or self.fields.time not in row:
+            return
+        try:
+            parse_time(row[self.fields.time], self.fields.time_format)
+        except ValueError:
+            self._bad_times.append(row[self.fields.time])
+            if len(self._bad_times) >= WRONG_FORMAT_AFTER:
+                raise SourceError(f"{self.source_name}: --time-format {self.fields.time_format!r} reads none of the "
+                                  f"first {len(self._bad_times)} times in field {self.fields.time!r} "
+                                  f"(e.g. {self._bad_times[0]!r})") from None
+        else:
+            self._bad_times = None
+
     def held_back(self, items: Iterable[Record | Malformed]) -> Iterator[Record | Malformed]:
         held = []
         for item in items:
-            if self._without_text and len(held) < 10 * WRONG_FIELD_AFTER:
+            if (self._without_text or self._bad_times) and len(held) < 10 * WRONG_FIELD_AFTER:
                 held.append(item)
                 continue
             yield from held

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from streamtopics.text.documents import Rejection
+from streamtopics.text.rejection import Rejection
 
 from .. import reasons
 from ..messages import DecodedMessage, MessageDecoder, text_key
 from ..records import Malformed, Record, Source, SourceError
 from ..untrusted_json import load_object
-from .fields import Fields, TextFieldCheck
+from .fields import Fields, FieldCheck
 
 
 class KafkaSource(Source):
@@ -31,7 +31,7 @@ class KafkaSource(Source):
         servers, topic = parse_kafka_url(url)
         self.topic, self.fields, self.timeout_s = topic, fields, timeout_s
         self.decoder = message_decoder(fields)
-        self._text_check = TextFieldCheck(fields, f"Kafka topic {topic!r}") if fields else None
+        self._text_check = FieldCheck(fields, f"Kafka topic {topic!r}") if fields else None
         self.spec = {"path": url, "format": "kafka", "kafka_start": start,
                      **(fields.to_dict() if fields else {"text_fields": None})}
         try:

@@ -9,7 +9,7 @@ from .. import reasons
 from ..records import MAX_RECORD_BYTES, Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
 from .archive_file import ArchiveError, ArchiveFile, OverLongLine
-from .fields import Fields, TextFieldCheck
+from .fields import Fields, FieldCheck
 
 
 class _LineSource(Source):
@@ -65,14 +65,14 @@ SNIFFED_LINES = 20  # non-blank lines looked at to tell JSON Lines from text
 
 
 class JsonLinesSource(_LineSource):
-    """One JSON object per line; blank lines are skipped. A wrong text-field name stops the read
-    within the first records (:class:`~consumers.sources.fields.TextFieldCheck`)."""
+    """One JSON object per line; blank lines are skipped. A wrong text-field name or time format
+    stops the read within the first records (:class:`~consumers.sources.fields.FieldCheck`)."""
 
     def __init__(self, path, fields: Fields = Fields(), start: int = 0):
         super().__init__(path, start)
         self.fields = fields
         self.spec = {"path": str(self.path.resolve()), "format": "jsonl", **fields.to_dict()}
-        self._text_check = TextFieldCheck(fields, str(self.path))
+        self._text_check = FieldCheck(fields, str(self.path))
 
     def __iter__(self) -> Iterator[Record | Malformed]:
         yield from self._text_check.held_back(super().__iter__())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..config import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
 from .candidate_clustering import rp_anchor_groups
 from .rectification import rectified_rows
@@ -22,12 +23,6 @@ from .statistics_view import normalised_rows
 
 class NotEnoughCandidatesError(ValueError):
     """Fewer candidate anchor words than topics: the stream is too young (or K too large)."""
-
-
-#: Default relative support of the tracker-based selectors: a word is eligible when it occurs in at
-#: least this fraction of the documents seen (the tracker's ranking needs a threshold that grows
-#: with M, see :mod:`~streamtopics.statistics.trackers`), and in at least ``min_df`` documents.
-DEFAULT_RP_MIN_SUPPORT = 0.005
 
 
 #: A tracker candidate's row must stand out from the corpus-average row by at least this many standard errors
@@ -150,12 +145,12 @@ def hybrid_anchors(request: AnchorRequest) -> np.ndarray:
 
 
 #: The selectors by ``anchor_method``: each takes an :class:`AnchorRequest`, returns K word ids.
+#: Its keys are :data:`streamtopics.config.ANCHOR_METHODS` (the settings name them without this module).
 ANCHOR_SELECTORS = {
     "fastanchors": fast_anchors,
     "rp": random_projection_anchors,
     "hybrid": hybrid_anchors,
 }
-ANCHOR_METHODS = tuple(ANCHOR_SELECTORS)
 
 ANCHOR_SEARCH_BLAS_THREADS = 1  # BLAS/LAPACK threads in the anchor search (see select_anchors)
 

@@ -15,20 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from .rejection import Rejection
 from .tokenizer import Tokenizer
 from .vocabulary import Vocabulary
-
-#: Reasons a document is not absorbed (the keys of the model's rejection counters).
-REJECTION_REASONS = (
-    "empty",  # no tokens at all
-    "too_short",  # fewer than MIN_TOKENS known tokens: contributes no word pair
-    "no_known_words",  # every token is outside the vocabulary
-    "undecodable",  # bytes that are not UTF-8
-    "non_string_token",  # a token list holding something other than str
-    "invalid_count",  # a count that is NaN, infinite, negative, above MAX_COUNT or not a number
-    "invalid_word_id",  # a pre-indexed id outside the vocabulary
-    "unsupported_type",  # not text, bytes, a token list, a mapping or a sparse row
-)
 
 #: Known tokens a document needs to make a word pair: shorter ones add nothing to any sum and are
 #: rejected as ``too_short`` (:func:`too_short`); every sum skips them (:meth:`DocumentBatch.forming_pairs`).
@@ -38,17 +27,6 @@ MIN_TOKENS = 2
 #: 1 / (n_d (n_d - 1)): with counts near 1e200 that overflows to 0 and the document would be
 #: counted in n_docs while adding nothing; 1e9 per word keeps n_d^2 far inside float64.
 MAX_COUNT = 1e9
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """Why a document was not absorbed."""
-
-    reason: str
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.reason}: {self.detail}" if self.detail else self.reason
 
 
 def too_short() -> Rejection:
