@@ -4,8 +4,10 @@ An array of 8-byte items (the co-occurrence triangle above all: V (V + 1) / 2 do
 them zero) is stored sparsely when at least half of its items are zero: a bitmap of the items whose
 bit pattern is not zero, and those items in order, each compressed. The bitmap is by bit pattern,
 so -0.0 and NaNs come back as they were: decoding gives the same bytes, not just equal values.
-Scanning the triangle and compressing only its nonzero items is what makes a large model fast to
-save: Zstandard over the whole 900 MB triangle of V = 15,000 takes seconds, mostly on zeros.
+At V = 15,000 (20 Newsgroups, 24 % of the triangle nonzero) that leaves Zstandard 212 of 900 MB
+and gives 143 MB, against 158 MB for Zstandard over the whole triangle. The nonzero values are
+sums of doubles: what compresses is the repeated ones, so a triangle that is mostly nonzero
+(V = 6,000: 62 %) stays at half its size.
 """
 
 from __future__ import annotations
