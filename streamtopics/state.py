@@ -1,14 +1,21 @@
 """Atomic, checksummed state files.
 
-A state file is an uncompressed ``.npz`` archive of named arrays plus a ``__manifest__`` entry:
-JSON with a format version, free-form metadata and the SHA-256 of every array. Writes go to a
-temporary file in the same directory, are fsynced, then renamed over the target (and the
-directory fsynced), so a crash leaves either the old file or the new one, never a torn one.
-Reads verify every checksum, the metadata's included, and raise :class:`CorruptStateError` on
-any mismatch and on every other way the file fails to read: a damaged zip header can make the
-zip reader raise ``NotImplementedError`` ("compression method"), ``RuntimeError``
-("encrypted"), ``struct.error`` and more, and all of them mean the same to a caller -- set the
-file aside, use the previous one.
+A state file is an ``.npz`` archive (uncompressed zip) with a ``__manifest__`` entry. Format 3
+stores every array as :mod:`~streamtopics.array_encoding` encodes it (Zstandard; the mostly-zero
+co-occurrence triangle as a bitmap and its nonzero items), and the metadata as one more encoded
+entry (JSON bytes, ``__meta__``); the manifest (JSON) gives each array's dtype, shape and encoding,
+the SHA-256 of every stored entry and its own SHA-256. Checksumming the stored bytes, not the
+decoded arrays, hashes a sixth as much (V = 15,000, 20 Newsgroups) and still covers every byte.
+Formats 1 (arrays uncompressed, their SHA-256s) and 2 (the metadata checksummed too) are still
+read.
+
+Writes go to a temporary file in the same directory, are fsynced, then renamed over the target
+(and the directory fsynced), so a crash leaves either the old file or the new one, never a torn
+one. Reads verify every checksum and raise :class:`CorruptStateError` on any mismatch and on every
+other way the file fails to read: a damaged zip header can make the zip reader raise
+``NotImplementedError`` ("compression method"), ``RuntimeError`` ("encrypted"),
+``struct.error`` and more, and all of them mean the same to a caller -- set the file aside, use
+the previous one.
 """
 
 from __future__ import annotations
@@ -21,9 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .array_encoding import decode, encode
+
 FORMAT = "streamtopics-state"
-FORMAT_VERSION = 2  # 2: the metadata is checksummed too (1: arrays only, still read)
+FORMAT_VERSION = 3  # 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
 _MANIFEST = "__manifest__"
+_META = "__meta__"  # format 3: the metadata, an encoded array of JSON bytes
 
 
 class CorruptStateError(ValueError):
@@ -36,6 +46,10 @@ def _digest(array: np.ndarray) -> str:
 
 def _meta_digest(meta: dict) -> str:
     return hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    return _meta_digest({key: value for key, value in manifest.items() if key != "checksum"})
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
@@ -67,18 +81,19 @@ def _atomic_write(path: Path, write) -> Path:
 
 def write_state(path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     """Write arrays and JSON-serialisable metadata to ``path`` atomically, with checksums."""
-    arrays = {name: np.asarray(value) for name, value in arrays.items()}
-    meta = json.loads(json.dumps(meta))  # as a reader will see it (int keys become strings), checksummed so
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "meta": meta,
-        "meta_checksum": _meta_digest(meta),
-        "checksums": {name: _digest(value) for name, value in arrays.items()},
-    }
-    payload = dict(arrays)
-    payload[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
-    return _atomic_write(Path(path), lambda handle: np.savez(handle, **payload))
+    meta_bytes = json.dumps(meta).encode("utf-8")  # a reader sees it through JSON (int keys become strings)
+    arrays = {name: np.asarray(value, order="C") for name, value in arrays.items()}
+    arrays[_META] = np.frombuffer(meta_bytes, np.uint8)
+    table, entries = {}, {}
+    for name, value in arrays.items():
+        encoding, parts = encode(value)
+        table[name] = {"dtype": value.dtype.str, "shape": list(value.shape), "encoding": encoding}
+        entries.update({f"{name}#{part}": np.frombuffer(data, np.uint8) for part, data in parts.items()})
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "arrays": table,
+                "checksums": {name: _digest(data) for name, data in entries.items()}}
+    manifest["checksum"] = _manifest_digest(manifest)
+    entries[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
+    return _atomic_write(Path(path), lambda handle: np.savez(handle, **entries))
 
 
 def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
@@ -90,22 +105,44 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
             if _MANIFEST not in names:
                 raise CorruptStateError(f"{path}: no manifest; not a streamtopics state file")
             manifest = json.loads(bytes(archive[_MANIFEST]).decode("utf-8"))
-            arrays = {name: archive[name] for name in names - {_MANIFEST}}
+            entries = {name: archive[name] for name in names - {_MANIFEST}}
     except (CorruptStateError, MemoryError, FileNotFoundError, PermissionError):
         raise  # a missing or forbidden file is not a damaged one
     except Exception as error:  # noqa: BLE001 - whatever a damaged zip makes the reader raise
         raise CorruptStateError(f"{path}: unreadable state file ({type(error).__name__}: {error})") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("format_version") not in (1, 2):
+    if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
+            or manifest.get("format_version") not in (1, 2, 3)):
         found = manifest if not isinstance(manifest, dict) else (manifest.get("format"), manifest.get("format_version"))
         raise CorruptStateError(f"{path}: unsupported format {found!r}")
-    expected = manifest.get("checksums")
-    if not isinstance(expected, dict) or not isinstance(manifest.get("meta"), dict):
+    expected, version = manifest.get("checksums"), manifest["format_version"]
+    if not isinstance(expected, dict) or (version < 3 and not isinstance(manifest.get("meta"), dict)):
         raise CorruptStateError(f"{path}: damaged manifest")
-    if manifest["format_version"] >= 2 and manifest.get("meta_checksum") != _meta_digest(manifest["meta"]):
+    if version == 3 and manifest.get("checksum") != _manifest_digest(manifest):
+        raise CorruptStateError(f"{path}: checksum mismatch in the manifest")
+    if version == 2 and manifest.get("meta_checksum") != _meta_digest(manifest["meta"]):
         raise CorruptStateError(f"{path}: checksum mismatch in the metadata")
-    if set(expected) != set(arrays):
-        raise CorruptStateError(f"{path}: arrays {sorted(set(expected) ^ set(arrays))} missing or unexpected")
+    if set(expected) != set(entries):
+        raise CorruptStateError(f"{path}: arrays {sorted(set(expected) ^ set(entries))} missing or unexpected")
     for name, digest in expected.items():
-        if _digest(arrays[name]) != digest:
+        if _digest(entries[name]) != digest:
             raise CorruptStateError(f"{path}: checksum mismatch in {name!r}")
-    return arrays, manifest["meta"]
+    return _decoded(path, manifest.get("arrays"), entries) if version == 3 else (entries, manifest["meta"])
+
+
+def _decoded(path: Path, table: dict, entries: dict) -> tuple[dict[str, np.ndarray], dict]:
+    """The arrays and metadata of a format 3 file from its verified ``entries`` (``NAME#PART``)."""
+    parts: dict[str, dict] = {}
+    for key, data in entries.items():
+        name, _, part = key.rpartition("#")
+        parts.setdefault(name, {})[part] = data
+    try:
+        arrays = {name: decode(entry["encoding"], parts.get(name, {}), entry["dtype"], entry["shape"])
+                  for name, entry in table.items()}
+        meta = json.loads(bytes(arrays.pop(_META)).decode("utf-8"))
+    except MemoryError:
+        raise
+    except Exception as error:  # noqa: BLE001 - checksums hold, yet the entries do not decode
+        raise CorruptStateError(f"{path}: undecodable state file ({type(error).__name__}: {error})") from error
+    if not isinstance(meta, dict):
+        raise CorruptStateError(f"{path}: damaged metadata")
+    return arrays, meta

@@ -90,6 +90,27 @@ def test_byte_flips_and_truncations_are_damage_or_harmless(saved, tmp_path):
     assert harmless < len(positions) / 4
 
 
+def test_byte_flips_in_an_encoded_triangle_are_damage(tmp_path):
+    """A mostly-zero array is stored as a bitmap and its nonzero items (streamtopics/array_encoding.py):
+    a flip anywhere in them is damage too."""
+    from streamtopics.state import read_state, write_state
+
+    triangle = np.zeros(100_001)
+    triangle[::7] = np.arange(14_286) / 3.0
+    data = write_state(tmp_path / "t.state", {"stats.packed": triangle}, {"n": 1}).read_bytes()
+    rng = random.Random(48)
+    target = tmp_path / "fuzz.state"
+    for position in rng.sample(range(len(data)), 600):
+        damaged = bytearray(data)
+        damaged[position] ^= 1 << rng.randrange(8)
+        target.write_bytes(bytes(damaged))
+        try:
+            arrays, meta = read_state(target)
+        except CorruptStateError:
+            continue
+        assert arrays["stats.packed"].tobytes() == triangle.tobytes() and meta == {"n": 1}, position
+
+
 def test_metadata_checksum_holds_for_what_json_changes(tmp_path):
     """Integer keys come back as strings (and sort differently): the checksum is of the metadata
     as a reader sees it."""
