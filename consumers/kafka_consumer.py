@@ -396,7 +396,8 @@ class TopicModelConsumer:
         except KafkaError as error:
             delay = Backoff(self.config.reconnect_backoff_s, self.config.reconnect_backoff_max_s).next_delay()
             self._checkpoint_retry_at = time.monotonic() + delay
-            log.warning("checkpoint postponed %.1f s: outputs not delivered (%s)", delay, error)
+            self.metrics.increment("checkpoints_postponed")
+            log.warning("checkpoint postponed %.1f s: %d outputs not delivered (%s)", delay, self.outputs.pending, error)
 
     def checkpoint(self, commit_async: bool = False) -> bool:
         """Flush outputs, write a checkpoint, commit its offsets: the commit order of
