@@ -246,7 +246,11 @@ class TopicModelConsumer:
             self._unplaced.clear()
 
     def _shutdown(self, checkpoint: bool) -> None:
-        """Checkpoint (unless an unexpected error may have left the model mid-update) and close."""
+        """Checkpoint (unless an unexpected error may have left the model mid-update) and close.
+        Outputs that the flush could not deliver in ``flush_timeout_s`` (the broker is down)
+        are not waited for again: the checkpoint is skipped, so the next start re-reads their
+        messages and sends them again (at least once), and stopping takes seconds."""
+        delivered = True
         try:
             if checkpoint:
                 self.checkpoint()
@@ -255,11 +259,15 @@ class TopicModelConsumer:
             log.error("final checkpoint skipped: %s", error)
             raise
         except KafkaError as error:
-            log.error("final checkpoint skipped, outputs not delivered (%s); the next start re-reads "
-                      "from checkpoint offsets %s", error, offsets_text(self._checkpointed))
+            delivered = False
+            self.metrics.increment("checkpoints_postponed")
+            log.error("final checkpoint skipped: %d outputs not delivered in %.1f s (%s); the next start "
+                      "re-reads %d messages from checkpoint offsets %s and sends their outputs again",
+                      self.outputs.pending, self.config.flush_timeout_s, error,
+                      self._messages - self._checkpoint_due.documents_mark, offsets_text(self._checkpointed))
         finally:
             self._disconnect()
-            self.outputs.close()
+            self.outputs.close(wait=delivered)
             self.store.close()
             self.role.close()
             log.info("stopped: %s", json.dumps(self.metrics.as_dict()))

@@ -180,10 +180,14 @@ class Outputs:
             self.producer.flush(timeout=self.config.flush_timeout_s)
         self.check()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Close the producer, waiting at most ``flush_timeout_s`` for pending sends, or not at
+        all unless ``wait`` (a flush just gave up on them: the next start sends them again).
+        kafka-python's close flushes first and raises when that times out, before closing:
+        then its IO thread, a daemon, goes on trying until the process ends."""
         if self.producer is not None:
             with contextlib.suppress(Exception):
-                self.producer.close(timeout=self.config.flush_timeout_s)
+                self.producer.close(timeout=self.config.flush_timeout_s if wait else 0)
             self.producer = None
 
 
