@@ -117,7 +117,8 @@ class ConsumerConfig:
         5.0, "Longest wait for outputs to be delivered before a checkpoint (if they are not, the checkpoint is "
         "postponed; at shutdown it is skipped, and the next start sends them again).")
     commit_timeout_s: float = _option(
-        5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins).")
+        5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins), "
+        "and for the end offsets that stop_when_idle asks for.")
     log_every_seconds: float = _option(30.0, "Progress log interval (seconds of wall-clock time).")
     # security (kafka-python names), extra client settings
     security_protocol: str = _option(

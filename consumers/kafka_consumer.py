@@ -291,7 +291,8 @@ class TopicModelConsumer:
                 m = self.metrics.as_dict()
                 log.info("absorbed %d documents (%.0f/s), rejected %s, lag %d", m["documents_absorbed"],
                          m["documents_per_second"], m["rejected"], m["total_lag"])
-            if self.config.stop_when_idle and now - idle_since >= self.config.stop_when_idle and self._caught_up():
+            if (self.config.stop_when_idle and now - idle_since >= self.config.stop_when_idle
+                    and not self._stop.is_set() and self._caught_up()):
                 log.info("caught up and idle for %.1f s: stopping", now - idle_since)
                 self.stop()
 
@@ -365,11 +366,14 @@ class TopicModelConsumer:
         self.metrics.update(lag=lag)
 
     def _caught_up(self) -> bool:
+        """Whether every assigned partition is read to its end (``stop_when_idle``). The end
+        offsets are asked for at most ``commit_timeout_s``, not the client's 30 s: while the
+        broker is down the answer is no, and the loop must not stall on it."""
         assigned = self._consumer.assignment()
         if not assigned or self._unplaced:
             return False
         try:
-            ends = self._consumer.end_offsets(list(assigned))
+            ends = self._consumer.end_offsets(list(assigned), timeout_ms=int(self.config.commit_timeout_s * 1000))
         except KafkaError:
             return False
         return all(self.positions.get((tp.topic, tp.partition), -1) >= end for tp, end in ends.items())
