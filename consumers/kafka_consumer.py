@@ -172,6 +172,7 @@ class TopicModelConsumer:
                                        self.model.schedule.documents_mark)
         self._checkpoint_due = _work_schedule(config.checkpoint_every_messages, config.checkpoint_every_wall_seconds)
         self._checkpoint_retry_at = 0.0
+        self._checkpoint_backoff = Backoff(config.reconnect_backoff_s, config.reconnect_backoff_max_s)
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)
         self._update_totals()
@@ -401,12 +402,15 @@ class TopicModelConsumer:
 
     # ------------------------------------------------------------------ checkpoints
     def _maybe_checkpoint(self) -> None:
+        """Checkpoint when due; while outputs cannot be delivered, retry after a growing wait
+        (each try holds the loop up to ``flush_timeout_s``)."""
         if not self._checkpoint_due.due(self._messages) or time.monotonic() < self._checkpoint_retry_at:
             return
         try:
             self.checkpoint()
+            self._checkpoint_backoff.reset()
         except KafkaError as error:
-            delay = Backoff(self.config.reconnect_backoff_s, self.config.reconnect_backoff_max_s).next_delay()
+            delay = self._checkpoint_backoff.next_delay()
             self._checkpoint_retry_at = time.monotonic() + delay
             self.metrics.increment("checkpoints_postponed")
             log.warning("checkpoint postponed %.1f s: %d outputs not delivered (%s)", delay, self.outputs.pending, error)
