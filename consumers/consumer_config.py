@@ -114,9 +114,12 @@ class ConsumerConfig:
     stop_when_idle: float = _option(0.0, "Stop once caught up and idle this many seconds (0 = run forever).")
     reconnect_backoff_s: float = _option(0.5, "First wait before reconnecting after a Kafka failure.")
     reconnect_backoff_max_s: float = _option(30.0, "Longest wait between reconnection attempts.")
-    flush_timeout_s: float = _option(60.0, "Longest wait for outputs to be delivered before a checkpoint.")
+    flush_timeout_s: float = _option(
+        5.0, "Longest wait for outputs to be delivered before a checkpoint (if they are not, the checkpoint is "
+        "postponed; at shutdown it is skipped, and the next start sends them again).")
     commit_timeout_s: float = _option(
-        5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins).")
+        5.0, "Longest wait for the offset commit after a checkpoint (a failed commit is harmless: the checkpoint wins), "
+        "and for the end offsets that stop_when_idle asks for.")
     log_every_seconds: float = _option(30.0, "Progress log interval (seconds of wall-clock time).")
     # security (kafka-python names), extra client settings
     security_protocol: str = _option(

@@ -172,6 +172,7 @@ class TopicModelConsumer:
                                        self.model.schedule.documents_mark)
         self._checkpoint_due = _work_schedule(config.checkpoint_every_messages, config.checkpoint_every_wall_seconds)
         self._checkpoint_retry_at = 0.0
+        self._checkpoint_backoff = Backoff(config.reconnect_backoff_s, config.reconnect_backoff_max_s)
         self.metrics.update(checkpoints_set_aside=len(self.restored.skipped),
                             snapshot_version=None if self.model.snapshot is None else self.model.snapshot.version)
         self._update_totals()
@@ -246,7 +247,11 @@ class TopicModelConsumer:
             self._unplaced.clear()
 
     def _shutdown(self, checkpoint: bool) -> None:
-        """Checkpoint (unless an unexpected error may have left the model mid-update) and close."""
+        """Checkpoint (unless an unexpected error may have left the model mid-update) and close.
+        Outputs that the flush could not deliver in ``flush_timeout_s`` (the broker is down)
+        are not waited for again: the checkpoint is skipped, so the next start re-reads their
+        messages and sends them again (at least once), and stopping takes seconds."""
+        delivered = True
         try:
             if checkpoint:
                 self.checkpoint()
@@ -255,11 +260,15 @@ class TopicModelConsumer:
             log.error("final checkpoint skipped: %s", error)
             raise
         except KafkaError as error:
-            log.error("final checkpoint skipped, outputs not delivered (%s); the next start re-reads "
-                      "from checkpoint offsets %s", error, offsets_text(self._checkpointed))
+            delivered = False
+            self.metrics.increment("checkpoints_postponed")
+            log.error("final checkpoint skipped: %d outputs not delivered in %.1f s (%s); the next start "
+                      "re-reads %d messages from checkpoint offsets %s and sends their outputs again",
+                      self.outputs.pending, self.config.flush_timeout_s, error,
+                      self._messages - self._checkpoint_due.documents_mark, offsets_text(self._checkpointed))
         finally:
             self._disconnect()
-            self.outputs.close()
+            self.outputs.close(wait=delivered)
             self.store.close()
             self.role.close()
             log.info("stopped: %s", json.dumps(self.metrics.as_dict()))
@@ -283,7 +292,8 @@ class TopicModelConsumer:
                 m = self.metrics.as_dict()
                 log.info("absorbed %d documents (%.0f/s), rejected %s, lag %d", m["documents_absorbed"],
                          m["documents_per_second"], m["rejected"], m["total_lag"])
-            if self.config.stop_when_idle and now - idle_since >= self.config.stop_when_idle and self._caught_up():
+            if (self.config.stop_when_idle and now - idle_since >= self.config.stop_when_idle
+                    and not self._stop.is_set() and self._caught_up()):
                 log.info("caught up and idle for %.1f s: stopping", now - idle_since)
                 self.stop()
 
@@ -357,11 +367,14 @@ class TopicModelConsumer:
         self.metrics.update(lag=lag)
 
     def _caught_up(self) -> bool:
+        """Whether every assigned partition is read to its end (``stop_when_idle``). The end
+        offsets are asked for at most ``commit_timeout_s``, not the client's 30 s: while the
+        broker is down the answer is no, and the loop must not stall on it."""
         assigned = self._consumer.assignment()
         if not assigned or self._unplaced:
             return False
         try:
-            ends = self._consumer.end_offsets(list(assigned))
+            ends = self._consumer.end_offsets(list(assigned), timeout_ms=int(self.config.commit_timeout_s * 1000))
         except KafkaError:
             return False
         return all(self.positions.get((tp.topic, tp.partition), -1) >= end for tp, end in ends.items())
@@ -389,14 +402,18 @@ class TopicModelConsumer:
 
     # ------------------------------------------------------------------ checkpoints
     def _maybe_checkpoint(self) -> None:
+        """Checkpoint when due; while outputs cannot be delivered, retry after a growing wait
+        (each try holds the loop up to ``flush_timeout_s``)."""
         if not self._checkpoint_due.due(self._messages) or time.monotonic() < self._checkpoint_retry_at:
             return
         try:
             self.checkpoint()
+            self._checkpoint_backoff.reset()
         except KafkaError as error:
-            delay = Backoff(self.config.reconnect_backoff_s, self.config.reconnect_backoff_max_s).next_delay()
+            delay = self._checkpoint_backoff.next_delay()
             self._checkpoint_retry_at = time.monotonic() + delay
-            log.warning("checkpoint postponed %.1f s: outputs not delivered (%s)", delay, error)
+            self.metrics.increment("checkpoints_postponed")
+            log.warning("checkpoint postponed %.1f s: %d outputs not delivered (%s)", delay, self.outputs.pending, error)
 
     def checkpoint(self, commit_async: bool = False) -> bool:
         """Flush outputs, write a checkpoint, commit its offsets: the commit order of

@@ -88,7 +88,8 @@ class ServiceMetrics:
 
     #: events of this process, counted with :meth:`increment` (or set with :meth:`update`)
     EVENT_COUNTS = ("messages_consumed", "dead_letters", "doc_topics_published", "refresh_failures",
-                    "checkpoints", "checkpoints_set_aside", "commit_failures", "output_errors", "reconnects")
+                    "checkpoints", "checkpoints_postponed", "checkpoints_set_aside", "commit_failures",
+                    "output_errors", "reconnects")
 
     def __init__(self, window_seconds: float = 10.0, process_metrics: bool = True):
         self._lock = threading.Lock()

@@ -73,7 +73,8 @@ class Outputs:
     so first). A snapshot or document-topics send that fails is logged and counted
     (``output_errors``), never allowed to stop the stream; a dead letter that fails is counted
     too and makes :meth:`flush` raise :class:`DeadLetterUndelivered` (module docstring).
-    ``undelivered`` lists the dead letters that failed (topic/partition@offset, and why)."""
+    ``undelivered`` lists the dead letters that failed (topic/partition@offset, and why);
+    ``pending`` counts the sends neither delivered nor failed yet."""
 
     HEADER = "streamtopics."
 
@@ -82,6 +83,7 @@ class Outputs:
         self.metrics = metrics
         self.producer: KafkaProducer | None = None
         self.undelivered: list[str] = []  # appended on the producer's IO thread
+        self.pending = 0  # counted down on the producer's IO thread
         self._lock = threading.Lock()
 
     @property
@@ -105,7 +107,14 @@ class Outputs:
         except KafkaError as error:
             self._failed(topic, error, dead_letter)
             return
+        with self._lock:
+            self.pending += 1
+        future.add_both(self._settled)
         future.add_errback(lambda error: self._failed(topic, error, dead_letter))
+
+    def _settled(self, _) -> None:
+        with self._lock:
+            self.pending -= 1
 
     def _failed(self, topic: str, error, dead_letter: str | None = None) -> None:
         self.metrics.increment("output_errors")
@@ -171,10 +180,14 @@ class Outputs:
             self.producer.flush(timeout=self.config.flush_timeout_s)
         self.check()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Close the producer, waiting at most ``flush_timeout_s`` for pending sends, or not at
+        all unless ``wait`` (a flush just gave up on them: the next start sends them again).
+        kafka-python's close flushes first and raises when that times out, before closing:
+        then its IO thread, a daemon, goes on trying until the process ends."""
         if self.producer is not None:
             with contextlib.suppress(Exception):
-                self.producer.close(timeout=self.config.flush_timeout_s)
+                self.producer.close(timeout=self.config.flush_timeout_s if wait else 0)
             self.producer = None
 
 

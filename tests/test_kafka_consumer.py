@@ -416,6 +416,78 @@ def test_the_offset_commit_is_bounded_while_the_broker_is_down(kafka_broker, cor
     assert_same_statistics(model, reference, exact=True)
 
 
+def test_a_broker_outage_bounds_the_output_flush_and_the_shutdown(kafka_broker, corpus, reference, vocabulary_file,
+                                                                  tmp_path, caplog):
+    """Issue 47, item 4: with document topics and dead letters waiting for a broker that is down,
+    the flush before a checkpoint and the idle check give up after seconds (they took 60 s and
+    30 s), and stopping takes seconds, not minutes. No checkpoint passes over the outputs that
+    were not acknowledged, so the next start, once the broker is back, re-reads their messages
+    and sends them again: every mixture and dead letter arrives at least once, no document is
+    counted twice."""
+    topic = unique("outage")
+    create_topic(kafka_broker, topic, partitions=1)
+    messages = corpus_messages(corpus)
+    for offset in (300, 900, 1500):  # undecodable: dead letters before and after the outage
+        messages.insert(offset, (f"bad-{offset}".encode(), "caf\xe9".encode("latin-1")))
+    produce(kafka_broker, topic, messages)
+    config = make_config(kafka_broker, topic, tmp_path, vocabulary_file, poll_records=100, stop_when_idle=1.0,
+                         refresh_every_documents=500, checkpoint_every_messages=400,
+                         doc_topics_topic=topic + "-doc-topics", dead_letter_topic=topic + "-dead")
+    config = dataclasses.replace(config, flush_timeout_s=ConsumerConfig.flush_timeout_s)  # the default
+    service = TopicModelConsumer(config)
+    absorb, held, outage = service._absorb, threading.Event(), threading.Event()
+
+    def absorb_during_the_outage(batch):
+        """Hold a batch already fetched until the broker is down: its outputs cannot be delivered."""
+        if service.model.documents_absorbed >= 700 and not outage.is_set():
+            held.set()
+            outage.wait()
+        absorb(batch)
+
+    service._absorb = absorb_during_the_outage
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    try:
+        assert held.wait(timeout=120), service.metrics.as_dict()
+        at_outage, held_at = service.metrics.as_dict()["documents_absorbed"], service.positions[(topic, 0)]
+        kafka_broker.stop()
+        outage.set()
+        deadline = time.monotonic() + 30
+        while service.metrics.as_dict()["documents_absorbed"] == at_outage:
+            assert time.monotonic() < deadline, "the held batch was not absorbed"
+            time.sleep(0.05)
+        time.sleep(3 * config.stop_when_idle)  # idle: the loop asks for the end offsets it cannot get
+        t0 = time.monotonic()
+        with caplog.at_level(logging.INFO, logger="streamtopics.consumer"):
+            service.stop()
+            thread.join(timeout=300)
+        seconds = time.monotonic() - t0
+    finally:
+        outage.set()
+        service.stop()
+        kafka_broker.start()
+    assert not thread.is_alive()
+    assert seconds < 20, f"stopping took {seconds:.1f} s with the broker down"
+    assert service.metrics.as_dict()["checkpoints_postponed"] >= 1  # the final one at least
+    assert "final checkpoint skipped" in caplog.text and "not delivered" in caplog.text
+    _, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets[(topic, 0)] <= held_at  # no checkpoint passed over the undelivered outputs
+
+    again = run_consumer(dataclasses.replace(config, flush_timeout_s=20.0))
+    assert again.metrics.messages_consumed == len(messages) - offsets[(topic, 0)]
+    model, offsets = final_model(tmp_path / "checkpoints")
+    assert offsets == {(topic, 0): len(messages)}
+    assert_same_statistics(model, reference, exact=True)  # nothing counted twice
+    bad = {i for i, (key, _) in enumerate(messages) if key.startswith(b"bad-")}
+    mixtures = read_topic(kafka_broker, config.doc_topics_topic,
+                          expected=end_offsets(kafka_broker, config.doc_topics_topic, 1)[0])
+    sources = {json.loads(record.value)["source"]["offset"] for record in mixtures}
+    first = min(sources)
+    assert first <= 700 and sources == set(range(first, len(messages))) - bad, "a mixture was lost"
+    letters = read_topic(kafka_broker, config.dead_letter_topic, expected=len(bad))
+    assert {int(dict(letter.headers)["streamtopics.offset"]) for letter in letters} == bad
+
+
 # --------------------------------------------------------------------------- corrupt checkpoints
 
 
