@@ -228,6 +228,7 @@ class ServiceMetrics:
             self.run = {name: record[name] for name in (
                 "documents", "absorbed", "rejected", "malformed", "documents_this_run", "elapsed_s",
                 "ingest_rate", "stopped", "ended_at")}
+            self.run["paused_s"] = record.get("paused_s", 0.0)
             self.documents_absorbed = int(record["absorbed"])
             self.rejected = {str(k): int(v) for k, v in record["rejected"].items()}
             self.malformed = {str(k): int(v) for k, v in record["malformed"].items()}

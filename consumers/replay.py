@@ -71,12 +71,14 @@ class ReplaySummary:
     elapsed_s: float = 0.0
     refresh_s: float = 0.0
     checkpoint_s: float = 0.0
+    paused_s: float = 0.0  # waits on purpose: pacing (``speed``, :meth:`Replay.pause`)
     documents_this_run: int = 0
 
     @property
     def ingest_rate(self) -> float:
-        """Documents per second of this run, refreshes and checkpoints excluded."""
-        busy = self.elapsed_s - self.refresh_s - self.checkpoint_s
+        """Documents per second of this run while ingesting: refreshes, checkpoints and pauses
+        excluded (a paced run would otherwise report its pace, not its speed)."""
+        busy = self.elapsed_s - self.refresh_s - self.checkpoint_s - self.paused_s
         return self.documents_this_run / busy if busy > 0 else 0.0
 
 
@@ -134,6 +136,7 @@ class Replay:
         self.malformed: Counter = Counter()
         self.since_snapshot = 0  # documents learned since the latest snapshot
         self._stop = False
+        self._paused = 0.0  # seconds waited on purpose in this run
 
     @property
     def stream_time(self) -> float | None:
@@ -160,6 +163,7 @@ class Replay:
     def _run(self, stop_after: int | None, on_progress: Callable[["Replay"], None] | None) -> ReplaySummary:
         summary = ReplaySummary(malformed=self.malformed)
         started = self._clock()
+        self._paused = 0.0
         paced_from: tuple[float, float] | None = None
         position = self.source.position
         for item in self.source:  # documents are queued; the driver learns them before any event
@@ -206,6 +210,7 @@ class Replay:
         summary.rejected = Counter(self.model.rejections)
         summary.times_clamped = self.model.times_clamped
         summary.elapsed_s = self._clock() - started
+        summary.paused_s = self._paused
         self._stop = False
         return summary
 
@@ -219,7 +224,14 @@ class Replay:
         learned before its time)."""
         while not self._stop and (delay := deadline - self._clock()) > 0:
             self.driver.absorb()
-            self._sleep(min(delay, 0.25))
+            self.pause(min(delay, 0.25))
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` on purpose (pacing, e.g. so that a dashboard can be watched
+        changing); callable from the callbacks. The run's ingest rate does not count it."""
+        started = self._clock()
+        self._sleep(seconds)
+        self._paused += self._clock() - started
 
     # ------------------------------------------------------------------ snapshots
     def _interval_crossed(self, timestamp: float | None) -> bool:

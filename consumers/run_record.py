@@ -3,7 +3,8 @@
 A replay removes it when it starts and writes it when it ends (normally or stopped), so its
 presence says "the latest run here is over" and a service started later over the directory
 (``streamtopics serve DIR``) can report that run's own figures -- documents, rejections and
-malformed records by reason, the run's ingest rate -- instead of what it measures while it reads
+malformed records by reason, the run's ingest rate (while ingesting: refreshes, checkpoints and
+pacing pauses excluded) -- instead of what it measures while it reads
 the snapshot files (a backlog read in milliseconds is no ingest rate, and snapshots carry no
 rejections).
 
@@ -45,7 +46,7 @@ def write_run_record(out_dir, summary, snapshot_version: int | None, documents_s
         "times_clamped": int(summary.times_clamped),
         "documents_this_run": int(summary.documents_this_run), "elapsed_s": float(summary.elapsed_s),
         "refresh_s": float(summary.refresh_s), "checkpoint_s": float(summary.checkpoint_s),
-        "ingest_rate": float(summary.ingest_rate),
+        "paused_s": float(summary.paused_s), "ingest_rate": float(summary.ingest_rate),
     }
     return atomic_write_bytes(Path(out_dir) / RUN_RECORD, json.dumps(record, indent=1).encode("utf-8"))
 
@@ -71,6 +72,7 @@ _FIELDS = {"documents": _count, "absorbed": _count, "rejected": _counts, "malfor
            "documents_this_run": _count, "elapsed_s": _seconds, "refresh_s": _seconds, "checkpoint_s": _seconds,
            "ingest_rate": _seconds, "ended_at": _seconds, "stopped": lambda v: isinstance(v, bool),
            "snapshot_version": lambda v: v is None or _count(v), "documents_seen": lambda v: v is None or _count(v)}
+_OPTIONAL = {"paused_s": _seconds}  # absent from the records of older versions
 
 
 def read_run_record(out_dir) -> dict | None:
@@ -84,5 +86,7 @@ def read_run_record(out_dir) -> dict | None:
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         return None
     if not all(name in record and valid(record[name]) for name, valid in _FIELDS.items()):
+        return None
+    if not all(valid(record[name]) for name, valid in _OPTIONAL.items() if name in record):
         return None
     return record

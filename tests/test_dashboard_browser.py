@@ -306,7 +306,7 @@ def test_dashboard_over_a_finished_replay_shows_its_figures_labels_and_documents
                 assert page.inner_text("#documents").replace(",", "") == str(summary.absorbed)
                 assert page.inner_text("#rejected") == f"{EMPTY_DOCUMENTS} rejected · {MALFORMED_LINES} malformed"
                 assert page.inner_text("#rate").replace(",", "") == str(round(summary.ingest_rate))
-                assert page.inner_text("#rate-note") == "docs / s · finished run"
+                assert page.inner_text("#rate-note") == "docs / s while ingesting · finished run"
                 rows = dict(r.split("\t") for r in page.locator("#rejected-table tr").all_inner_texts())
                 assert rows == {**{k: str(v) for k, v in summary.rejected.items()},
                                 **{f"malformed: {k}": str(v) for k, v in summary.malformed.items()}}

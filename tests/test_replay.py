@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from consumers.records import Source
 from consumers.replay import CheckpointError, Replay, model_path, read_checkpoint
 from consumers.sources import open_source
 from streamtopics import StreamingTopicModel, TopicSnapshot
@@ -115,6 +116,42 @@ def test_paced_replay_follows_timestamps(tmp_path):
                     sleep=lambda s: now.__setitem__(0, now[0] + s))
     engine.run()
     assert now[0] == pytest.approx(49 * 60 / 30)
+
+
+class Costly(Source):
+    """``source``, each document costing ``seconds`` on the fake clock ``now`` (work to time)."""
+
+    def __init__(self, source, now: list, seconds: float):
+        self.source, self.now, self.seconds = source, now, seconds
+        self.spec = source.spec
+
+    @property
+    def position(self):
+        return self.source.position
+
+    def __iter__(self):
+        for item in self.source:
+            self.now[0] += self.seconds
+            yield item
+
+
+def test_the_ingest_rate_leaves_out_pacing(tmp_path):
+    """Issue 48, item 7: the demo's 2 s pauses after each snapshot (and a --speed replay's waits)
+    counted as ingest time: a paced run reported its pace, not its speed. 50 documents of 10 ms
+    each are 100 documents/s however long the run waited on purpose."""
+    archive = write_archive(tmp_path / "a.jsonl", n=50, step=60)
+    for paced in ("speed", "pause"):
+        now = [0.0]
+        clock, sleep = (lambda: now[0]), (lambda s: now.__setitem__(0, now[0] + s))
+        source = Costly(open_source(archive, time_field="time"), now, 0.01)
+        if paced == "speed":  # 2 s of wall time between documents
+            engine = Replay(new_model(), source, tmp_path / paced, speed=30, clock=clock, sleep=sleep)
+        else:  # what the served demo does: a pause after each snapshot (2 here, after the warm-up)
+            engine = Replay(new_model(), source, tmp_path / paced, every_documents=10, clock=clock, sleep=sleep,
+                            on_snapshot=lambda snapshot, path: engine.pause(2.0))
+        summary = engine.run()
+        assert summary.ingest_rate == pytest.approx(100), paced
+        assert summary.paused_s >= 4 and summary.paused_s == pytest.approx(summary.elapsed_s - 0.5), paced
 
 
 def test_malformed_records_are_counted_and_the_replay_finishes(tmp_path):

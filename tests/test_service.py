@@ -28,6 +28,7 @@ from consumers.service import (
     MAX_LIMIT, MAX_TOP_N, LiveSource, SnapshotDirectorySource, create_app, openapi_schema, parse_address,
     serve_in_thread,
 )
+from consumers.service.server import MAX_PIPELINED
 from consumers.service.topic_source import REPRESENTATIVE_CHARS
 from run_helpers import EMPTY_DOCUMENTS, MALFORMED_LINES, add_labels, finished_run
 from streamtopics import StreamingTopicModel, TopicSnapshot
@@ -352,6 +353,93 @@ def test_a_request_head_over_16_kb_is_refused_even_in_one_write(served):
             with socket.create_connection(("127.0.0.1", handle.port), timeout=10) as sock:
                 sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"x" * padding + b"\r\n\r\n")
                 assert sock.recv(4096).split(b" ")[1] == status, padding
+
+
+UNREAD_REQUEST = b"GET /static/dashboard.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # a 23 kB reply
+
+
+def _non_reader(port: int) -> socket.socket:
+    """A connection that never reads its replies (a 4 kB receive buffer: they back up soon)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def _stalled(handle) -> list:
+    """The service's connections whose replies wait unsent (their peers do not read)."""
+    return [c for c in list(handle.server.server_state.connections) if c.transport.get_write_buffer_size()]
+
+
+def _within(seconds: float, condition) -> bool:
+    """Whether ``condition()`` holds within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _send_until_stalled(handle, socks, timeout: float = 30.0) -> None:
+    """Send each connection bursts of 8 requests, 50 ms apart (not pipelined: each burst finds its
+    predecessor answered), reading nothing, until every one's replies back up in the service."""
+    for sock in socks:
+        sock.setblocking(False)
+    deadline = time.monotonic() + timeout
+    while len(_stalled(handle)) < len(socks):
+        assert time.monotonic() < deadline, f"{len(_stalled(handle))} of {len(socks)} connections stalled"
+        for sock in socks:
+            try:
+                sock.send(UNREAD_REQUEST * 8)
+            except BlockingIOError:
+                pass
+        time.sleep(0.05)
+
+
+def test_pipelined_requests_never_read_do_not_lock_out_the_service(served):
+    """Issue 47, item 2: connections that each sent hundreds of pipelined requests and read no
+    reply filled the connection cap for good (their replies stuck, the connections busy, not
+    evictable): no normal request was served. Each now answers at most MAX_PIPELINED in a row."""
+    cap = 20
+    with serve_in_thread(create_app(served[1]), "127.0.0.1", 0, max_connections=cap) as handle:
+        attackers = [_non_reader(handle.port) for _ in range(cap)]
+        try:
+            for sock in attackers:
+                sock.sendall(UNREAD_REQUEST * 400)  # ~9 MB of replies each: more than the socket buffers hold
+            time.sleep(1.0)  # all accepted: the cap is full
+            answered = []
+            for _ in range(10):
+                try:
+                    answered.append(httpx.get(handle.url + "healthz", timeout=5).status_code)
+                except httpx.TransportError as error:
+                    answered.append(type(error).__name__)
+            assert answered == [200] * 10, answered
+            # and the pipelining connections are gone, not left holding the cap
+            assert _within(5.0, lambda: not handle.server.server_state.connections)
+            assert handle.server.server_state.total_requests <= cap * (MAX_PIPELINED + 1) + len(answered)
+        finally:
+            for sock in attackers:
+                sock.close()
+
+
+def test_a_peer_that_does_not_read_its_replies_is_evicted_then_timed_out(served):
+    """Issue 47, item 2: replies backed up unsent held a connection forever: no write timeout,
+    and the cap either passed it over (busy with a request) or closed it gracefully, which waits
+    for the peer to read. Now one more connection drops it at once, and the write timeout drops
+    the others."""
+    cap, write_timeout = 2, 3.0
+    with serve_in_thread(create_app(served[1]), "127.0.0.1", 0, max_connections=cap,
+                         write_timeout=write_timeout) as handle:
+        readers = [_non_reader(handle.port) for _ in range(cap)]
+        try:
+            _send_until_stalled(handle, readers)
+            assert httpx.get(handle.url + "healthz", timeout=5).status_code == 200  # evicts one
+            assert len(_stalled(handle)) == cap - 1
+            assert _within(write_timeout + 2.0, lambda: not handle.server.server_state.connections)
+        finally:
+            for sock in readers:
+                sock.close()
 
 
 def test_parse_address():

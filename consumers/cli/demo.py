@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -52,7 +51,7 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
     with live_service(console, serve_at, allow_remote, "demo: Python standard library docstrings") as service:
         live = service[0] if service else None
         if live is not None and pace:
-            live = PacedLive(live, pace)
+            live = PacedLive(live, pace, engine.pause)
         run_replay(console, engine, "demo", None, False, 8, out, live=live)
         _demo_epilogue(console, model, out)
         if service:
@@ -61,14 +60,16 @@ def demo(out, n_topics, snapshot_every, quiet, pace, serve_at, allow_remote):
 
 class PacedLive:
     """The dashboard's live source, with a pause after each snapshot: at full speed the demo's
-    snapshots come a few seconds apart, too fast to watch the page change."""
+    snapshots come a few seconds apart, too fast to watch the page change. ``sleep``: the
+    replay's :meth:`~consumers.replay.Replay.pause`, so that the pauses are not counted as
+    ingest time."""
 
-    def __init__(self, live, pause: float):
-        self.live, self.pause = live, pause
+    def __init__(self, live, pause: float, sleep):
+        self.live, self.pause, self.sleep = live, pause, sleep
 
     def on_snapshot(self, snapshot, path=None, model=None) -> None:
         self.live.on_snapshot(snapshot, path, model=model)
-        time.sleep(self.pause)
+        self.sleep(self.pause)
 
     def on_progress(self, replay) -> None:
         self.live.on_progress(replay)

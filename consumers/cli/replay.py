@@ -146,9 +146,10 @@ def run_replay(console: Console, replay: Replay, label: str, stop_after: int | N
             live.finish()
     report_counts(console, summary, replay.source, interrupted=bool(interrupted))
     echo = console.echo
+    paused = f"; paused {summary.paused_s:.1f} s" if summary.paused_s else ""
     echo(f"this run: {summary.documents_this_run:,} documents in {summary.elapsed_s:.1f} s "
-         f"(ingest {summary.ingest_rate:,.0f} docs/s; {len(summary.snapshots)} refreshes {summary.refresh_s:.1f} s; "
-         f"checkpoints {summary.checkpoint_s:.1f} s)")
+         f"({summary.ingest_rate:,.0f} docs/s while ingesting; {len(summary.snapshots)} refreshes "
+         f"{summary.refresh_s:.1f} s; checkpoints {summary.checkpoint_s:.1f} s{paused})")
     report_snapshots(console, out)
     if summary.stopped:
         echo(f"stopped after {summary.documents:,} documents; continue with: streamtopics replay --resume --out {out}")

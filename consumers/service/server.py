@@ -2,17 +2,25 @@
 bind, and run uvicorn in this thread (:func:`serve`) or in a background one
 (:func:`serve_in_thread`).
 
-Bounds on what clients can hold (uvicorn has no header-read timeout; its ``limit_concurrency``
-answers 503 to everyone once slow clients fill it, so it is not used):
+Bounds on what clients can hold (uvicorn has no header-read timeout, no write timeout and no
+bound on pipelined requests; its ``limit_concurrency`` answers 503 to everyone once slow clients
+fill it, so it is not used):
 
 * a client must finish sending a request's headers within ``header_timeout`` seconds
   (:data:`HEADER_TIMEOUT_S`) of connecting or of its previous response, else the connection
   is closed -- a trickle of bytes does not extend it; idle keep-alive connections close after
   :data:`KEEP_ALIVE_S`;
-* at most ``max_connections`` (:data:`MAX_CONNECTIONS`) connections are open: one more closes
-  the connection that has waited longest for its request headers (half-sent or idle), so slow
-  or idle clients can never lock out a real request; if every connection is busy with a
-  request, the new one is closed at once;
+* a connection whose replies wait unsent -- its peer does not read them -- for ``write_timeout``
+  seconds (:data:`WRITE_TIMEOUT_S`) is closed;
+* a connection answers at most :data:`MAX_PIPELINED` requests in a row that were sent before
+  their predecessor's reply (pipelined); the last of them closes it, so a peer that sends
+  hundreds of requests and reads nothing costs a bounded amount of work;
+* at most ``max_connections`` (:data:`MAX_CONNECTIONS`) connections are open: one more closes,
+  in this order, the connection whose replies have waited unsent longest, the one answering
+  the longest run of pipelined requests, or the one that has waited longest for its request
+  headers (half-sent or idle), so stalled readers, pipeliners and slow or idle clients can
+  never lock out a real request; if every other connection is busy with a request its client
+  waits for, the new one is closed at once;
 * a request head (request line and headers) is at most :data:`MAX_HEADER_BYTES` (larger: 400),
   also when it arrives in one piece.
 """
@@ -35,6 +43,10 @@ DEFAULT_PORT = 8765
 HEADER_TIMEOUT_S = 10.0
 #: Most connections open at once (see the module docstring for what happens beyond).
 MAX_CONNECTIONS = 100
+#: Seconds a connection's replies may wait unsent (its peer not reading them) before it is closed.
+WRITE_TIMEOUT_S = 10.0
+#: Most pipelined requests a connection answers in a row; the reply to the last closes it.
+MAX_PIPELINED = 16
 #: Seconds an idle keep-alive connection stays open.
 KEEP_ALIVE_S = 5
 #: Largest request line and headers, in bytes.
@@ -109,18 +121,24 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
-    """uvicorn's h11 protocol with the header timeout, the connection cap and the head size of the
-    module docstring (a class to pass as ``uvicorn.Config(http=...)``)."""
+def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+                     write_timeout: float = WRITE_TIMEOUT_S):
+    """uvicorn's h11 protocol with the header and write timeouts, the pipelining bound, the
+    connection cap and the head size of the module docstring (a class to pass as
+    ``uvicorn.Config(http=...)``)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    if not header_timeout > 0 or max_connections < 1:
-        raise ValueError("header_timeout must be positive and max_connections at least 1")
+    if not header_timeout > 0 or not write_timeout > 0 or max_connections < 1:
+        raise ValueError("header_timeout and write_timeout must be positive and max_connections at least 1")
+    write_check = min(1.0, write_timeout / 4)
 
     class BoundedH11Protocol(H11Protocol):
         _header_timer = None
         _waiting_since = 0.0
+        _write_timer = None
+        _unsent_since = None  # when replies were first seen waiting unsent (None: all sent)
+        _run = 0  # replies sent in a row without the peer waiting for one
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -128,14 +146,27 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
             self._arm()
             open_ = [c for c in self.connections if not c.transport.is_closing()]
             if len(open_) > max_connections:
-                waiting = [c for c in open_ if c is not self and isinstance(c, BoundedH11Protocol) and c._waiting()]
-                victim = min(waiting, key=lambda c: c._waiting_since) if waiting else self
+                ranks = {c: c._eviction_rank() for c in open_ if c is not self and isinstance(c, BoundedH11Protocol)}
+                evictable = [c for c, rank in ranks.items() if rank is not None]
+                victim = min(evictable, key=ranks.__getitem__) if evictable else self
                 log.debug("%d connections open: closing %s", len(open_), victim.client)
                 victim._close()
 
         def _waiting(self) -> bool:
             """Waiting for a request's headers (none yet, some, or idle after a response)."""
             return self.conn.their_state is h11.IDLE
+
+        def _eviction_rank(self):
+            """Which connection the cap closes first (the smallest rank): replies waiting unsent
+            longest, then the longest pipelined run, then waiting longest for headers; None
+            for a connection busy with a request its client waits for."""
+            if self.transport.get_write_buffer_size():
+                return 0, self.loop.time() if self._unsent_since is None else self._unsent_since
+            if self._run and not self._waiting():
+                return 1, -self._run
+            if self._waiting():
+                return 2, self._waiting_since
+            return None
 
         def _arm(self) -> None:
             self._disarm()
@@ -153,9 +184,29 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
                 self._close()
 
         def _close(self) -> None:
+            """Close now: at once when replies are still unsent (a graceful close would wait for
+            a peer that does not read)."""
             self._disarm()
-            if not self.transport.is_closing():
+            if self.transport.get_write_buffer_size():
+                self.transport.abort()
+            elif not self.transport.is_closing():
                 self.transport.close()
+
+        def _watch_writes(self) -> None:
+            """Start the write timeout when replies wait unsent (the socket's buffer is full)."""
+            if self._unsent_since is None and self.transport.get_write_buffer_size():
+                self._unsent_since = self.loop.time()
+                self._write_timer = self.loop.call_later(write_check, self._check_writes)
+
+        def _check_writes(self) -> None:
+            self._write_timer = None
+            if not self.transport.get_write_buffer_size():
+                self._unsent_since = None
+            elif self.loop.time() - self._unsent_since >= write_timeout:
+                log.debug("replies to %s unsent for %.0f s: closing", self.client, write_timeout)
+                self.transport.abort()
+            else:
+                self._write_timer = self.loop.call_later(write_check, self._check_writes)
 
         def handle_events(self) -> None:
             super().handle_events()
@@ -163,12 +214,25 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
                 self._disarm()  # the headers are in: the request is the app's now
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if self._waiting() and not self.transport.is_closing():
+            self._run += 1
+            super().on_response_complete()  # starts the next request if it is already here
+            self._watch_writes()
+            if self.transport.is_closing():
+                return
+            if self._waiting():
+                self._run = 0  # the peer waited for this reply
                 self._arm()  # the next request's headers get the same time
+            elif self._run >= MAX_PIPELINED:
+                self.cycle.keep_alive = False  # the request just started is the last pipelined one
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._watch_writes()
 
         def connection_lost(self, exc) -> None:
             self._disarm()
+            if self._write_timer is not None:
+                self._write_timer.cancel()
             super().connection_lost(exc)
 
     def _bounded_head(next_event):
@@ -188,10 +252,10 @@ def bounded_protocol(header_timeout: float = HEADER_TIMEOUT_S, max_connections: 
 
 
 def _server(app, host: str, port: int, allow_remote: bool, log_level: str, header_timeout: float = HEADER_TIMEOUT_S,
-            max_connections: int = MAX_CONNECTIONS):
+            max_connections: int = MAX_CONNECTIONS, write_timeout: float = WRITE_TIMEOUT_S):
     import uvicorn
 
-    protocol = bounded_protocol(header_timeout, max_connections)
+    protocol = bounded_protocol(header_timeout, max_connections, write_timeout)
     check_bind(app, host, allow_remote)
     sock = _bind(host, port)
     port = sock.getsockname()[1]
@@ -213,11 +277,12 @@ def _url(host: str, port: int) -> str:
 
 def serve_in_thread(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
                     log_level: str = "warning", timeout: float = 10.0, header_timeout: float = HEADER_TIMEOUT_S,
-                    max_connections: int = MAX_CONNECTIONS) -> ServiceHandle:
+                    max_connections: int = MAX_CONNECTIONS, write_timeout: float = WRITE_TIMEOUT_S) -> ServiceHandle:
     """Start uvicorn in a daemon thread (port 0: any free port); returns once it accepts
-    connections. Stop it with ``handle.stop()``. ``header_timeout`` and ``max_connections``:
-    the bounds of the module docstring."""
-    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections)
+    connections. Stop it with ``handle.stop()``. ``header_timeout``, ``max_connections`` and
+    ``write_timeout``: the bounds of the module docstring."""
+    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections,
+                                 write_timeout)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="streamtopics-service",
                               daemon=True)
     thread.start()
@@ -233,7 +298,8 @@ def serve_in_thread(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, a
 
 def serve(app, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool = False,
           log_level: str = "info", header_timeout: float = HEADER_TIMEOUT_S,
-          max_connections: int = MAX_CONNECTIONS) -> None:
+          max_connections: int = MAX_CONNECTIONS, write_timeout: float = WRITE_TIMEOUT_S) -> None:
     """Serve in the foreground until SIGINT/SIGTERM (bounds: the module docstring)."""
-    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections)
+    server, sock, port = _server(app, host, port, allow_remote, log_level, header_timeout, max_connections,
+                                 write_timeout)
     server.run(sockets=[sock])

@@ -113,9 +113,10 @@
       + (m.documents_malformed ? " · " + fmt.format(m.documents_malformed) + " malformed" : ""));
     const run = m.run;  // the record of a run that has ended: its own figures, not the idle present
     setText("rate", fmt.format(Math.round(run ? run.ingest_rate : m.ingest_rate || 0)));
-    setText("rate-note", run ? "docs / s · " + (run.stopped ? "stopped" : "finished") + " run" : "docs / s");
-    $("rate-note").title = run ? `the run's documents per second of ingest (refreshes and checkpoints excluded): `
-      + `${fmt.format(run.documents_this_run)} documents in ${seconds(run.elapsed_s)} in all` : "";
+    setText("rate-note", run ? "docs / s while ingesting · " + (run.stopped ? "stopped" : "finished") + " run" : "docs / s");
+    $("rate-note").title = run ? `the run's documents per second while ingesting (refreshes, checkpoints and pacing `
+      + `pauses excluded): ${fmt.format(run.documents_this_run)} documents in ${seconds(run.elapsed_s)} in all`
+      + (run.paused_s ? `, ${seconds(run.paused_s)} of it paused` : "") : "";
     setText("lag", fmt.format(m.total_lag || 0));
     const parts = Object.keys(m.lag || {}).length;
     setText("lag-note", parts ? parts + " partition" + (parts > 1 ? "s" : "") : "no partitions");
