@@ -109,14 +109,16 @@ def alter_topic(broker, name: str, config: dict) -> None:
         admin.close()
 
 
-def produce(broker, topic: str, messages, partition: int | None = None) -> None:
+def produce(broker, topic: str, messages, partition: int | None = None, timestamps_ms=None) -> None:
     """Send (key, value) or (key, value, headers) tuples and wait until all are acknowledged
-    (records of up to 16 MiB; the topic's ``max.message.bytes`` must allow them)."""
+    (records of up to 16 MiB; the topic's ``max.message.bytes`` must allow them); with
+    ``timestamps_ms``, each record's timestamp (else the producer's clock)."""
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all", linger_ms=5,
                              max_request_size=16 * 1024 * 1024)
     try:
+        stamps = [None] * len(messages) if timestamps_ms is None else list(timestamps_ms)
         futures = [producer.send(topic, key=m[0], value=m[1], headers=list(m[2]) if len(m) > 2 else None,
-                                 partition=partition) for m in messages]
+                                 partition=partition, timestamp_ms=stamp) for m, stamp in zip(messages, stamps)]
         producer.flush(timeout=60)
         for future in futures:
             future.get(timeout=30)

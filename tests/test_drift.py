@@ -240,7 +240,14 @@ def test_decayed_counter_matches_direct_sum():
 @pytest.mark.parametrize("method", ["rp", "hybrid"])
 @pytest.mark.slow
 def test_tracker_selectors_follow_a_drifting_stream(method):
-    """The tracker-based selectors forget too: the same birth/death bounds as fastanchors."""
+    """The tracker-based selectors forget too: the death bound of fastanchors, births within three
+    half-lives. Their candidates must stand out from the sampling noise of the forgetting sums
+    (SIGNAL_Z): K = 5 holds 4 live topics, and the spare slot now goes to a second anchor of the
+    newborn, splitting it under min_prevalence for a while, where it went to a junk word before.
+    Measured on stream seeds 1-4 (first birth / first death, documents after the switch): rp
+    1500/100, 1100/400, 900/1000, 800/300 (without the noise rule 1100/400, 900/400, 700/700,
+    800/400); hybrid 1600/100, 1200/400, 1200/1200, 800/400 (1200/600, 1000/1900, 1100/1500,
+    1100/500)."""
     stream = drifting_stream(6500, SWITCH, seed=1)
     model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=HALF_LIFE, anchor_method=method,
                                 batch_size=REFRESH, min_prevalence=0.15)
@@ -253,7 +260,7 @@ def test_tracker_selectors_follow_a_drifting_stream(method):
             if start + REFRESH > SWITCH:
                 (births if event["type"] == "birth" else deaths if event["type"] == "death" else []).append(
                     start + REFRESH - SWITCH)
-    assert births and births[0] <= 2 * HALF_LIFE + 2 * REFRESH, births
+    assert births and births[0] <= 3 * HALF_LIFE + 2 * REFRESH, births
     assert deaths and deaths[0] <= 4 * HALF_LIFE, deaths
 
 
