@@ -8,14 +8,14 @@ import io
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 try:
     from compression import zstd  # Python 3.14+
 except ImportError:
     from backports import zstd  # the same module for older Pythons (1 MB; zstandard is 23 MB)
 
-from ..records import SourceError
+from ..records import MAX_RECORD_BYTES, SourceError
 
 
 class ArchiveError(Exception):
@@ -157,6 +157,40 @@ def read_word_list(path: Path) -> list[str]:
         raise SourceError(f"{path}: unreadable vocabulary ({error})") from None
     finally:
         file.close()
+
+
+SNIFFED_LINES = 20  # non-blank lines looked at to tell a format from plain text
+
+
+def first_lines_are(path: Path, accept: Callable[[bytes], bool]) -> bool:
+    """Whether the first :data:`SNIFFED_LINES` non-blank lines of a (possibly compressed) file,
+    and at least one, are all ``accept``-ed: a format recognised by its content."""
+    file = ArchiveFile(path)
+    looked = 0
+    try:
+        for raw in file.lines(MAX_RECORD_BYTES):
+            if isinstance(raw, OverLongLine) or not raw.strip():
+                continue
+            if not accept(raw):
+                return False
+            looked += 1
+            if looked == SNIFFED_LINES:
+                break
+    except ArchiveError:
+        pass
+    finally:
+        file.close()
+    return looked > 0
+
+
+def counts_document(words: list[str], counts: list) -> dict:
+    """A ``{word: count}`` document of parallel lists, the counts of a word listed twice added up."""
+    document = dict(zip(words, counts))
+    if len(document) < len(words):
+        document = {}
+        for word, count in zip(words, counts):
+            document[word] = document.get(word, 0) + count
+    return document
 
 
 def stem(path: Path) -> str:

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import reasons
-from ..records import MAX_RECORD_BYTES, Malformed, Record, SourceError
-from .archive_file import ArchiveError, ArchiveFile, OverLongLine, read_word_list, stem
-from .lines import SNIFFED_LINES, _LineSource
+from ..records import Malformed, Record, SourceError
+from .archive_file import counts_document, first_lines_are, read_word_list, stem
+from .lines import _LineSource
 
 #: Where the word list of ``NAME.ldac[.gz]`` (or ``NAME.dat``, ...) is looked for, in this order, each
 #: also with ``.gz`` or ``.zst``: ``NAME.vocab`` (gensim), ``NAME.tokens`` (the ``lda`` package),
@@ -76,7 +76,7 @@ class LdacSource(_LineSource):
         if ids.size and ids.max() >= len(self.words):
             return Malformed(f"{self.path}:{line}", reasons.WORD_ID_OUT_OF_RANGE,
                              f"{ids.max()} outside 0..{len(self.words) - 1}")
-        return Record(_document(self.words[ids].tolist(), counts.tolist()), line - 1)
+        return Record(counts_document(self.words[ids].tolist(), counts.tolist()), line - 1)
 
 
 def _terms(raw: bytes) -> tuple[int, np.ndarray, np.ndarray]:
@@ -109,31 +109,7 @@ def _diagnose(raw: bytes) -> tuple[int, np.ndarray, np.ndarray]:
     return int(fields[0]), np.array(ids, dtype=np.int64), np.array(counts, dtype=np.int64)
 
 
-def _document(words: list[str], counts: list[int]) -> dict[str, int]:
-    document = dict(zip(words, counts))
-    if len(document) < len(words):  # an id listed twice: add its counts up
-        document = {}
-        for word, count in zip(words, counts):
-            document[word] = document.get(word, 0) + count
-    return document
-
-
 def looks_like_ldac(path: Path) -> bool:
     """Whether the first non-blank lines of a (possibly compressed) file are all LDA-C lines with
     at least one term: a corpus under a name that does not say so (lda-c's own ``ap.dat``)."""
-    file = ArchiveFile(path)
-    looked = 0
-    try:
-        for raw in file.lines(MAX_RECORD_BYTES):
-            if isinstance(raw, OverLongLine) or not raw.strip():
-                continue
-            if not (_CANONICAL.fullmatch(raw) and b":" in raw):
-                return False
-            looked += 1
-            if looked == SNIFFED_LINES:
-                break
-    except ArchiveError:
-        pass
-    finally:
-        file.close()
-    return looked > 0
+    return first_lines_are(path, lambda raw: bool(_CANONICAL.fullmatch(raw)) and b":" in raw)

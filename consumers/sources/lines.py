@@ -8,7 +8,7 @@ from typing import Iterator
 from .. import reasons
 from ..records import MAX_RECORD_BYTES, Malformed, Record, Source, SourceError
 from ..untrusted_json import BadJSON, load_object
-from .archive_file import ArchiveError, ArchiveFile, OverLongLine
+from .archive_file import ArchiveError, ArchiveFile, OverLongLine, first_lines_are
 from .fields import Fields, FieldCheck
 
 
@@ -61,9 +61,6 @@ class _LineSource(Source):
         return self.path.name
 
 
-SNIFFED_LINES = 20  # non-blank lines looked at to tell JSON Lines from text
-
-
 class JsonLinesSource(_LineSource):
     """One JSON object per line; blank lines are skipped. A wrong text-field name or time format
     stops the read within the first records (:class:`~consumers.sources.fields.FieldCheck`)."""
@@ -93,24 +90,13 @@ class JsonLinesSource(_LineSource):
 
 def looks_like_json_lines(path: Path) -> bool:
     """Whether the first non-blank lines of a (possibly compressed) file are all JSON objects."""
-    file = ArchiveFile(path)
-    looked = 0
-    try:
-        for raw in file.lines(MAX_RECORD_BYTES):
-            if isinstance(raw, OverLongLine) or not raw.strip():
-                continue
-            try:
-                load_object(raw.decode("utf-8"))
-            except (BadJSON, UnicodeDecodeError):
-                return False
-            looked += 1
-            if looked == SNIFFED_LINES:
-                break
-    except ArchiveError:
-        pass
-    finally:
-        file.close()
-    return looked > 0
+    def is_object(raw: bytes) -> bool:
+        try:
+            load_object(raw.decode("utf-8"))
+        except (BadJSON, UnicodeDecodeError):
+            return False
+        return True
+    return first_lines_are(path, is_object)
 
 
 class TextLinesSource(_LineSource):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import reasons
 from ..records import Malformed, Record, Source, SourceError
-from .archive_file import ArchiveError, ArchiveFile, read_word_list
+from .archive_file import ArchiveError, ArchiveFile, counts_document, read_word_list
 
 
 class UciSource(Source):
@@ -123,13 +123,7 @@ class UciSource(Source):
     def _document(self, runs) -> dict:
         ids = np.concatenate([run[1] for run in runs])
         counts = np.concatenate([run[2] for run in runs]).tolist()
-        words = self._words[ids - 1].tolist()
-        document = dict(zip(words, counts))
-        if len(document) < len(words):  # a word listed twice: add its counts up
-            document = {}
-            for word, count in zip(words, counts):
-                document[word] = document.get(word, 0.0) + count
-        return document
+        return counts_document(self._words[ids - 1].tolist(), counts)
 
     def progress(self):
         return (self._file.done if self._file else 0), self.path.stat().st_size, "B"
