@@ -1,7 +1,7 @@
 """A fuzzer of hostile input (issue 47): 100,000 generated messages through the Kafka message
 decoder, the archive readers and the model API. Whatever a record carries (huge and tiny numbers,
 deep nesting, lone surrogates, huge strings, wrong types, missing fields, in the id, text, tokens,
-counts, timestamp and key), no exception escapes, every message is either absorbed or rejected
+counts, timestamp, key, headers and the record's own timestamp), no exception escapes, every message is either absorbed or rejected
 (absorbed + rejected = produced) and every rejection has a known reason.
 
 The generator is a seeded ``random.Random`` (not hypothesis): 100,000 cases run in well under a
@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+from typing import NamedTuple
 
 import pytest
 
@@ -114,6 +115,21 @@ def hostile_key(rng: random.Random) -> bytes | None:
                        b"\xff" * 10_000])
 
 
+class KafkaRecord(NamedTuple):
+    """What the consumer hands the decoder: kafka-python's record fields that it reads or carries."""
+    value: bytes | None
+    key: bytes | None
+    timestamp: int  # milliseconds
+    headers: list
+
+
+def hostile_record(rng: random.Random, value: bytes) -> KafkaRecord:
+    timestamp = rng.choice([-1, 0, 1_600_000_000_000, 7_258_118_400_000, 10**18, 2**63 - 1, 1_600_000_000])
+    headers = [(rng.choice(["", "streamtopics.reason", "x" * 1000, "\ud800"]), rng.randbytes(rng.randint(0, 64)))
+               for _ in range(rng.randint(0, 3))]
+    return KafkaRecord(value, hostile_key(rng), timestamp, headers)
+
+
 def check_reason(reason: str) -> None:
     assert isinstance(reason, str) and reason in KNOWN_REASONS, reason
 
@@ -129,7 +145,7 @@ def test_kafka_messages_through_the_decoder_and_the_model():
         text = hostile_message(rng)
         value = text.encode("utf-8", "surrogatepass") if rng.random() < 0.98 else rng.randbytes(rng.randint(0, 50))
         try:
-            decoded = decoder.decode(value, hostile_key(rng))
+            decoded = decoder.decode_record(hostile_record(rng, value))
             if isinstance(decoded, Rejection):
                 check_reason(decoded.reason)
                 enveloped += 1
