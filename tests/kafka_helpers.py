@@ -150,13 +150,8 @@ def read_topic(broker, topic: str, expected: int, timeout: float = 60) -> list:
 
 
 def committed_offsets(broker, group: str, topic: str, timeout: float = 30.0) -> dict[int, int]:
-    """The group's committed offsets on ``topic``."""
-    return {partition: offset for partition, (offset, _) in committed(broker, group, topic, timeout).items()}
-
-
-def committed(broker, group: str, topic: str, timeout: float = 30.0) -> dict[int, tuple[int, str]]:
-    """The group's commits on ``topic``: (offset, metadata) by partition. Retries while the group
-    coordinator is still loading its offsets (a retriable error, e.g. just after the broker restarted)."""
+    """The group's committed offsets on ``topic``. Retries while the group coordinator is still
+    loading its offsets (a retriable error, e.g. just after the broker restarted)."""
     deadline = time.monotonic() + timeout
     while True:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
@@ -169,7 +164,7 @@ def committed(broker, group: str, topic: str, timeout: float = 30.0) -> dict[int
             time.sleep(0.5)
         finally:
             admin.close()
-    return {tp.partition: (meta.offset, meta.metadata) for tp, meta in offsets.items() if tp.topic == topic}
+    return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic}
 
 
 def end_offsets(broker, topic: str, partitions: int) -> dict[int, int]:
