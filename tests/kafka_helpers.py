@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
+from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
 
 from consumers.checkpoint import CheckpointStore
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
@@ -151,14 +151,14 @@ def read_topic(broker, topic: str, expected: int, timeout: float = 60) -> list:
 
 def committed_offsets(broker, group: str, topic: str, timeout: float = 30.0) -> dict[int, int]:
     """The group's committed offsets on ``topic``. Retries while the group coordinator is still
-    loading its offsets (a retriable error, e.g. just after the broker restarted)."""
+    loading its offsets or not yet there (retriable errors, e.g. just after the broker restarted)."""
     deadline = time.monotonic() + timeout
     while True:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
         try:
             offsets = admin.list_group_offsets({group: None})[group]
             break
-        except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError):
+        except (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
