@@ -388,13 +388,18 @@ class RandomProjectionTracker:
         tot = float(self.S.sum())
         if tot <= 0.0:
             return np.zeros(self.n_words)
-        s2 = self.S * self.S / tot if self.decay is None else self.S * self.S * (self.weight_sq / (tot * tot))
+        s2 = self._average_part(tot)
         num = self.U - s2
         den = self.T - s2
         ok = den > 0.0
         f = np.zeros(self.n_words)
         f[ok] = num[ok] / den[ok]
         return np.clip(f, 0.0, 1.0)
+
+    def _average_part(self, tot: float) -> np.ndarray:
+        """S_i^2 / M, the share of T_i and U_i that the corpus-average row accounts for (with
+        forgetting S_i^2 sum_d w_d^2 / M^2); ``tot`` is M = sum_i S_i."""
+        return self.S * self.S / tot if self.decay is None else self.S * self.S * (self.weight_sq / (tot * tot))
 
     def signal_z(self) -> np.ndarray | None:
         """z_i: how many standard errors of sampling noise word i's row stands out from the
@@ -412,7 +417,7 @@ class RandomProjectionTracker:
         tot = float(self.S.sum())
         if tot <= 0.0:
             return np.zeros(self.n_words)
-        s2 = self.S * self.S / tot if self.decay is None else self.S * self.S * (self.weight_sq / (tot * tot))
+        s2 = self._average_part(tot)
         p = self.S / tot
         noise = np.sqrt(p * p * self.noise_sums[0] + p * p * p * self.noise_sums[1])
         z = np.zeros(self.n_words)
