@@ -99,6 +99,9 @@ class ModelConfig:
         "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
+    refine_carry: bool = _setting(
+        False, "Keep the refinement's CVB0 state from one refresh to the next; a restart from the anchor seed challenges it "
+        "while the reservoir fills and whenever the documents seen grew by a quarter (CPU refinement, refine_sweeps > 0).")
     refine_device: str = _setting(
         "cpu", f"Where the refinement runs: one of {REFINE_DEVICES} ('auto': a CUDA device where numba finds one).")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
@@ -165,7 +168,7 @@ class ModelConfig:
             raise ValueError(f"cooccurrence must be one of {STATISTICS}")
         for name in ("window", "n_projections", "sketch_size", "sketch_rank"):
             setattr(self, name, None if getattr(self, name) is None else int(getattr(self, name)))
-        for name in ("refresh_in_background", "background_topic"):
+        for name in ("refresh_in_background", "background_topic", "refine_carry"):
             setattr(self, name, bool(getattr(self, name)))
         self.min_prevalence = float(self.min_prevalence)
         self.rp_min_support = float(self.rp_min_support)

@@ -7,7 +7,8 @@ import pytest
 from streamtopics.text.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh.kl_tem import SINGLE, kl_tem_step
-from streamtopics.refresh.refinement import ALPHA_UPDATES, _log_likelihood, choose_alpha_scale, refine_topics
+from streamtopics.refresh.collapsed import _log_likelihood
+from streamtopics.refresh.refinement import ALPHA_UPDATES, choose_alpha_scale, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 

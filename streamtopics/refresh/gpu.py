@@ -200,11 +200,11 @@ class DeviceRefinementSteps:
         return normalised_m_step(m_step(self.fit, topic_word, mixtures), topic_word, smoothing), mixtures
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
-                    smoothing: float) -> np.ndarray:
+                    smoothing: float) -> tuple[np.ndarray, None]:
         if mixtures is None:
             uniform = starting_mixtures(self.fit.n_docs, start.shape[1])
             mixtures = infer_mixtures(self.fit, start, uniform, SEED_UPDATES, 1e-5)
         shares = CollapsedShares(self.fit, start, mixtures)
         for _ in range(sweeps):
             shares.sweep(document_prior, smoothing, SWEEP_BLOCKS)
-        return shares.topic_word(smoothing)
+        return shares.topic_word(smoothing), None  # the shares stay on the device: nothing is carried

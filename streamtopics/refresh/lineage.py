@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .alignment import MissingTopic, align_topics
+from .carried import CarriedRefinement
 from ..config import ModelConfig
 from .labels import LABEL_WORDS, SEPARATOR
 from .steps import run_refresh
@@ -31,12 +32,14 @@ DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (
 
 @dataclass
 class Lineage:
-    """The latest snapshot, its warm-start coefficients (V x K, plus the background's column) and
-    the id the next new topic gets: enough for a refresh elsewhere to continue the ids."""
+    """The latest snapshot, its warm-start coefficients (V x K, plus the background's column), the
+    id the next new topic gets and the carried refinement (None: the next refines from the seed):
+    enough for a refresh elsewhere to continue the ids and the refinement."""
 
     snapshot: TopicSnapshot | None
     coefficients: np.ndarray | None
     next_topic_id: int
+    carried: CarriedRefinement | None = None
 
 
 class RefreshState:
@@ -53,16 +56,19 @@ class RefreshState:
         self.unannounced: dict[int, int] = {}  # new topics within their birth grace -> refreshes lasted
         self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
         self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
+        self.carried = CarriedRefinement()  # the refinement's state (refresh/carried.py)
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
-        return Lineage(self.snapshot, self.coefficients, self.next_topic_id)
+        return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried)
 
     def adopt(self, lineage: Lineage) -> None:
         """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
-        aligns with its snapshot and numbers new topics from its next id."""
+        aligns with its snapshot, numbers new topics from its next id and continues its carried
+        refinement."""
         self.snapshot, self.coefficients, self.next_topic_id = (
             lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
+        self.carried = lineage.carried if lineage.carried is not None else CarriedRefinement()
 
     def forget_word(self, slot: int) -> None:
         """A vocabulary slot now holds another word: its warm start becomes uniform and the
@@ -74,7 +80,7 @@ class RefreshState:
                 kept.column[slot] = 0.0
 
     def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
-        """``(arrays, meta)``: the snapshot, the warm start, the ids and the events' memory.
+        """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory and the carried refinement.
         The snapshot's own words are kept only when they are no longer a prefix of
         ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
         arrays, snapshot = {}, self.snapshot
@@ -86,6 +92,8 @@ class RefreshState:
                 arrays["snapshot.background"] = snapshot.background
         for name, kept in (("missing", self.missing), ("departed", self.departed)):
             arrays.update({f"{name}.{topic}": topic_state.column for topic, topic_state in kept.items()})
+        carried_arrays, carried_meta = self.carried.state_dict()
+        arrays.update({f"carried.{name}": array for name, array in carried_arrays.items()})
         relabelled = (snapshot is not None and vocabulary is not None
                       and list(snapshot.vocabulary) != vocabulary.words[:len(snapshot.vocabulary)])
         meta = {
@@ -98,6 +106,7 @@ class RefreshState:
             "burn_in_left": self.burn_in_left,
             "labels": [[t, label] for t, label in self.labels.items()],
             "snapshot_vocabulary": list(snapshot.vocabulary) if relabelled else None,
+            "carried": carried_meta,
         }
         return arrays, meta
 
@@ -113,6 +122,9 @@ class RefreshState:
         self.unannounced = {int(t): int(n) for t, n in meta.get("unannounced", [])}
         self.burn_in_left = meta.get("burn_in_left")
         self.labels = {int(t): label for t, label in meta.get("labels", [])}
+        self.carried = CarriedRefinement()
+        self.carried.load_state_dict({k[len("carried."):]: v for k, v in arrays.items() if k.startswith("carried.")},
+                                     meta.get("carried"))
         if meta["snapshot"] is not None:
             topic_word = arrays["snapshot.topic_word"]
             words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]

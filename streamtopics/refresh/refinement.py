@@ -55,13 +55,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from .collapsed import CollapsedShares
+from .collapsed import LOG_FLOOR, CollapsedShares
 from .device import refinement_device
 from ..text.documents import DocumentBatch
 from ..inference import REASSOCIATE, infer_mixtures
 from .kl_tem import WordMajor, kl_tem_step
 
-LOG_FLOOR = 1e-9  # probability floor when scoring: a word no topic holds costs log(1e-9)
 HELD_UPDATES = 10  # updates of the held-out mixtures per iterate, from the last iterate's (refine_topics)
 HELD_TOLERANCE = 0.02  # nats per token: a dip of the held-out score smaller than this neither stops EM nor keeps
 # an earlier iterate (refine_topics)
@@ -118,12 +117,13 @@ def _split_entries(indptr, indices, counts):
             held_ptr, held_ids[:h].copy(), held_counts[:h].copy())
 
 
-def _split_reservoir(reservoir: DocumentBatch, holdout_every: int) -> tuple[DocumentBatch, DocumentBatch]:
-    """The documents fitted (those not held out) and the held-out ones (every
-    ``holdout_every``-th, from the first)."""
-    n = len(reservoir)
-    held = np.zeros(n, bool)
-    held[::holdout_every] = True
+def _split_reservoir(reservoir: DocumentBatch, holdout_every: int,
+                     held: np.ndarray | None = None) -> tuple[DocumentBatch, DocumentBatch]:
+    """The documents fitted (those not held out) and the held-out ones: those of the mask
+    ``held``, or every ``holdout_every``-th from the first."""
+    if held is None:
+        held = np.zeros(len(reservoir), bool)
+        held[::holdout_every] = True
     return reservoir.select(np.flatnonzero(~held)), reservoir.select(np.flatnonzero(held))
 
 
@@ -181,22 +181,6 @@ def _completion_sums(indptr, indices, counts, topic_word, gamma, n_obs, shape_ma
     return totals, tokens
 
 
-@njit(cache=True, nogil=True)
-def _log_likelihood(indptr, indices, counts, topic_word, gamma):
-    """``sum_d sum_j H_dj log max((A gamma_d)_j, LOG_FLOOR)`` and the number of tokens, in one
-    pass in document order (no V x K or nnz x K temporaries; the same sum every run)."""
-    total, tokens = 0.0, 0.0
-    for d in range(indptr.size - 1):
-        for p in range(indptr[d], indptr[d + 1]):
-            j = indices[p]
-            mix = 0.0
-            for a in range(topic_word.shape[1]):
-                mix += topic_word[j, a] * gamma[d, a]
-            total += counts[p] * np.log(max(mix, LOG_FLOOR))
-            tokens += counts[p]
-    return total, tokens
-
-
 @dataclass
 class HeldOut:
     """The held-out documents split for completion, with mixtures fitted on their observed halves."""
@@ -213,6 +197,8 @@ class Refinement:
     best_iteration: int = 0  # the iterate with the highest held-out score
     kept_iteration: int = 0  # the KL-tEM iterate kept: the latest within the tolerance of the best
     sweeps: int = 0  # CVB0 sweeps run from it (``topic_word`` is their result when > 0)
+    shares: CollapsedShares | None = None  # the sweeps' shares (on the CPU), for a carried refinement
+    source: str = "restart"  # what ``topic_word`` continues: see :func:`~streamtopics.refresh.carried.refine_carried`
 
 
 def refine_recovery(recovery, reservoir: DocumentBatch, n_topics: int, background_words: np.ndarray | None,
@@ -227,27 +213,43 @@ def refine_recovery(recovery, reservoir: DocumentBatch, n_topics: int, backgroun
     Recovery gives alpha's shape (its direction, or the prevalences where it is all 0); the scale
     with the best held-out completion is chosen here (:func:`choose_alpha_scale`).
     ``device_setting`` is ``refine_device`` (:func:`~streamtopics.refresh.device.refinement_device`)."""
-    columns = (recovery.topic_word if recovery.background is None
-               else np.column_stack([recovery.topic_word, recovery.background]))
+    columns = recovery_columns(recovery)
     refinement = refine_topics(columns, reservoir, iterations, smoothing=smoothing, sweeps=sweeps,
                                device=refinement_device(device_setting, columns.shape[1]))
-    topic_word = refinement.topic_word[:, :n_topics]
+    refined, _ = refined_recovery(recovery, refinement.topic_word, n_topics, background_words, refinement.held_out)
+    return refined, refinement
+
+
+def recovery_columns(recovery) -> np.ndarray:
+    """The recovered topics and, when recovered, the background as one more column: the refinement's seed."""
+    columns = (recovery.topic_word if recovery.background is None
+               else np.column_stack([recovery.topic_word, recovery.background]))
+    return np.ascontiguousarray(columns, dtype=np.float64)
+
+
+def refined_recovery(recovery, columns: np.ndarray, n_topics: int, background_words: np.ndarray | None,
+                     held_out: HeldOut | float) -> tuple:
+    """``recovery`` with its topics (and background) replaced by the refined ``columns``, and
+    alpha's scale: the words of ``background_words`` taken from the topics, alpha's shape from
+    the recovery and its scale chosen on ``held_out`` (:func:`choose_alpha_scale`), or given as
+    a number."""
+    topic_word = columns[:, :n_topics]
     if background_words is not None and background_words.any():  # the smoothing gave them some
         topic_word = topic_word.copy()
         topic_word[background_words[: topic_word.shape[0]]] = 0.0
         topic_word /= topic_word.sum(axis=0, keepdims=True)
     shape = np.asarray(recovery.alpha, dtype=np.float64)
     shape = shape / shape.sum() if shape.sum() > 0 else np.asarray(recovery.prevalence)
-    scale, _ = choose_alpha_scale(topic_word, shape, refinement.held_out)
-    background = None if recovery.background is None else refinement.topic_word[:, n_topics]
-    refined = dataclasses.replace(recovery, topic_word=topic_word, alpha=scale * shape, background=background)
-    return refined, refinement
+    scale = held_out if isinstance(held_out, float) else choose_alpha_scale(topic_word, shape, held_out)[0]
+    background = None if recovery.background is None else columns[:, n_topics]
+    return dataclasses.replace(recovery, topic_word=topic_word, alpha=scale * shape, background=background), scale
 
 
 def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: int = 10, prior=None,
                   holdout_every: int = HOLDOUT_EVERY, patience: int = PATIENCE, smoothing: float = 0.0,
                   tolerance: float = HELD_TOLERANCE, sweeps: int = 0,
-                  document_prior: float = DOCUMENT_PRIOR, device: str = "cpu") -> Refinement:
+                  document_prior: float = DOCUMENT_PRIOR, device: str = "cpu",
+                  held_out: np.ndarray | None = None) -> Refinement:
     """KL-tEM seeded with ``topic_word`` on the reservoir's fitting part, then ``sweeps`` sweeps of
     sparse CVB0 (:mod:`~streamtopics.refresh.collapsed`) from the KL-tEM iterate kept: the latest whose
     held-out completion likelihood is within ``tolerance`` of the best (iterate 0 = the seed).
@@ -270,11 +272,13 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     below it), a fast one (Debian, short documents) with topics moving away, and the fast one
     stops EM before any of its iterates could be kept.
 
-    ``device="cuda"`` runs the E-steps, M-steps and CVB0 sweeps on a CUDA device
-    (:mod:`~streamtopics.refresh.gpu`); the result equals the CPU's to rounding.
+    ``held_out`` (a mask over the reservoir) chooses the held-out documents instead of every
+    ``holdout_every``-th. ``device="cuda"`` runs the E-steps, M-steps and CVB0 sweeps on a CUDA
+    device (:mod:`~streamtopics.refresh.gpu`); the result equals the CPU's to rounding. On the
+    CPU the sweeps' shares are returned too (:attr:`Refinement.shares`).
     """
     seed = np.ascontiguousarray(topic_word, dtype=np.float64)
-    fit, held_documents = _split_reservoir(reservoir, holdout_every)
+    fit, held_documents = _split_reservoir(reservoir, holdout_every, held_out)
     observed, held = split_for_completion(held_documents)
     if device == "cuda":
         from .gpu import DeviceRefinementSteps
@@ -303,8 +307,9 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     if sweeps > 0:
         # the mixtures of the last E-step when the last iterate run was kept (its E-step fitted them to
         # the iterate before): they only place the first shares
-        kept.topic_word = steps.cvb0_sweeps(kept.topic_word, fitted_to_kept if fitted_to_kept is not None else mixtures,
-                                            sweeps, document_prior, smoothing)
+        kept.topic_word, kept.shares = steps.cvb0_sweeps(
+            kept.topic_word, fitted_to_kept if fitted_to_kept is not None else mixtures, sweeps, document_prior,
+            smoothing)
         kept.sweeps = sweeps
     return kept
 
@@ -326,14 +331,14 @@ class HostRefinementSteps:
         return kl_tem_step(self.fit, topic_word, mixtures, prior, smoothing=smoothing, by_word=self.by_word)
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
-                    smoothing: float) -> np.ndarray:
+                    smoothing: float) -> tuple[np.ndarray, CollapsedShares]:
         """The topics after ``sweeps`` sparse CVB0 sweeps over the fitted documents from ``start``
-        (first shares placed by ``mixtures``, None: fitted to ``start``)."""
+        (first shares placed by ``mixtures``, None: fitted to ``start``), and the shares."""
         self.by_word = None  # KL-tEM's word-major copy (50 MB at K = 100), freed before the shares are allocated
         shares = CollapsedShares.seeded(self.fit, start, mixtures)
         for _ in range(sweeps):
             shares.sweep(document_prior, smoothing)
-        return shares.topic_word(smoothing)
+        return shares.topic_word(smoothing), shares
 
 
 def choose_alpha_scale(topic_word: np.ndarray, prevalence: np.ndarray, held_out: HeldOut,

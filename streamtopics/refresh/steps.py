@@ -28,9 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .anchor_selection import select_anchors
+from .carried import refine_carried
 from .describe import representative_documents, topic_coherence
 from .recovery import Recovery, recover_topics
 from .refinement import Refinement, refine_recovery
+from .device import refinement_device
 from .warm_start import warm_start_point
 
 
@@ -86,12 +88,19 @@ def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, 
     return result, start is not None
 
 
-def refine(result: Recovery, reservoir, limits: StatisticsLimits, config) -> tuple[Recovery, Refinement | None]:
-    """The refinement step: the recovered topics refined over the ``reservoir`` documents
-    (:func:`~streamtopics.refresh.refinement.refine_recovery`), which fit the likelihood of recent text
-    better than the moments alone; without a reservoir the recovery as it is."""
+def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
+           n_docs: int) -> tuple[Recovery, Refinement | None]:
+    """The refinement step: the recovered topics refined over the ``reservoir`` documents, which
+    fit the likelihood of recent text better than the moments alone; without a reservoir the
+    recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU) the refinement continues
+    the state's carried one (:func:`~streamtopics.refresh.carried.refine_carried`), otherwise it
+    starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`)."""
     if reservoir is None:
         return result, None
+    n_columns = config.n_topics + (result.background is not None)
+    if config.refine_carry and config.refine_sweeps > 0 and refinement_device(config.refine_device, n_columns) == "cpu":
+        return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
+                              config)
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
                            config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
@@ -123,7 +132,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
     t_refine = time.perf_counter()
-    result, refinement = refine(result, reservoir, limits, config)
+    result, refinement = refine(result, reservoir, limits, config, state, n_docs)
     t_refine = time.perf_counter() - t_refine
     t1 = time.perf_counter()
     snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)
@@ -140,5 +149,6 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     }
     if refinement is not None:
         timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
-                       refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps)
+                       refinement_kept_iteration=refinement.kept_iteration, refinement_sweeps=refinement.sweeps,
+                       refinement_source=refinement.source)
     return snapshot, timings

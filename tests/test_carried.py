@@ -1,0 +1,163 @@
+"""The carried refinement (streamtopics/refresh/carried.py): its bookkeeping against plain
+references, the refreshes it runs, and a resumed run equal to the uninterrupted one."""
+
+import numpy as np
+import pytest
+
+from streamtopics import StreamingTopicModel
+from streamtopics.evaluation import matched_l1
+from streamtopics.refresh.carried import (CarriedRefinement, _entry_index, _match, document_fingerprints,
+                                          held_out_mask)
+from streamtopics.refresh.collapsed import CollapsedShares
+from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
+from streamtopics.text.documents import DocumentBatch
+
+
+def random_batch(rng, n_docs=40, n_words=30):
+    pairs = []
+    for _ in range(n_docs):
+        ids = np.sort(rng.choice(n_words, size=rng.integers(1, 8), replace=False))
+        pairs.append((ids, rng.integers(1, 4, size=ids.size).astype(float)))
+    return DocumentBatch.from_pairs(pairs, rng.integers(0, 2**63, size=n_docs, dtype=np.uint64))
+
+
+def test_match_pairs_equal_documents_in_order_duplicates_too():
+    previous_keys = np.array([5, 7, 5, 9, 5], np.uint64)
+    previous_prints = np.array([1, 2, 1, 3, 4], np.uint64)
+    keys = np.array([9, 5, 5, 5, 8, 7], np.uint64)
+    prints = np.array([3, 1, 1, 1, 0, 2], np.uint64)
+    found, previous = _match(previous_keys, previous_prints, keys, prints)
+    # reference: each document takes the first unused previous one with its key and print
+    used, expected = set(), []
+    for d, identity in enumerate(zip(keys, prints)):
+        for i, other in enumerate(zip(previous_keys, previous_prints)):
+            if i not in used and other == identity:
+                used.add(i)
+                expected.append((d, i))
+                break
+    assert list(zip(found.tolist(), previous.tolist())) == expected == [(0, 3), (1, 0), (2, 2), (5, 1)]
+
+
+def test_entry_index_and_fingerprints():
+    rng = np.random.default_rng(0)
+    batch = random_batch(rng)
+    documents = np.array([3, 0, 17, 3])
+    expected = [e for d in documents for e in range(batch.indptr[d], batch.indptr[d + 1])]
+    assert _entry_index(batch.indptr, documents).tolist() == expected
+    prints = document_fingerprints(batch)
+    assert np.array_equal(prints, document_fingerprints(batch.select(np.arange(len(batch)))))
+    same = [(batch.indices[a:b].tobytes(), batch.counts[a:b].tobytes()) for a, b in zip(batch.indptr, batch.indptr[1:])]
+    for i in range(len(batch)):
+        for j in range(len(batch)):
+            assert (prints[i] == prints[j]) == (same[i] == same[j])
+    changed = DocumentBatch(batch.indptr, batch.indices, batch.counts.copy(), batch.keys)
+    changed.counts[batch.indptr[2]] += 1  # one count of document 2
+    assert np.flatnonzero(document_fingerprints(changed) != prints).tolist() == [2]
+
+
+def test_held_out_by_key_hash_or_by_position_without_keys():
+    keys = np.arange(100, dtype=np.uint64) * np.uint64(7)
+    assert np.array_equal(held_out_mask(keys), keys % np.uint64(10) == 0)
+    assert held_out_mask(np.zeros(25, np.uint64)).tolist() == [i % 10 == 0 for i in range(25)]
+
+
+def test_a_sweep_from_a_document_leaves_the_ones_before_and_keeps_the_counts_summed():
+    rng = np.random.default_rng(1)
+    batch = random_batch(rng, n_docs=60)
+    topics = rng.dirichlet(np.ones(30), size=4).T
+    shares = CollapsedShares.seeded(batch, topics)
+    first = 25
+    before_ids, before_weights = shares.topic_ids.copy(), shares.weights.copy()
+    shares.sweep(0.01, 0.01, first=first)
+    head = slice(0, batch.indptr[first])
+    assert np.array_equal(shares.topic_ids[head], before_ids[head])
+    assert np.array_equal(shares.weights[head], before_weights[head])
+    assert not np.array_equal(shares.weights[batch.indptr[first]:], before_weights[batch.indptr[first]:])
+    # reference sums over every entry's shares
+    word_topic, doc_topic = np.zeros((30, 4)), np.zeros((60, 4))
+    for d in range(60):
+        for e in range(batch.indptr[d], batch.indptr[d + 1]):
+            for k, weight in zip(shares.topic_ids[e], shares.weights[e]):
+                word_topic[batch.indices[e], k] += batch.counts[e] * weight
+                doc_topic[d, k] += batch.counts[e] * weight
+    np.testing.assert_allclose(shares.word_topic, word_topic, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(shares.doc_topic, doc_topic, rtol=1e-9, atol=1e-9)
+    again = CollapsedShares.carried(batch, shares.topic_ids, shares.weights, 4, topics)
+    np.testing.assert_allclose(again.doc_topic, doc_topic, rtol=1e-12, atol=1e-12)
+    # the training log-likelihood per token, computed plainly
+    phi = shares.topic_word(0.01)
+    theta = (shares.doc_topic + 0.003) / (shares.doc_topic + 0.003).sum(axis=1, keepdims=True)
+    total = sum(batch.counts[e] * np.log(phi[batch.indices[e]] @ theta[d])
+                for d in range(60) for e in range(batch.indptr[d], batch.indptr[d + 1]))
+    assert shares.log_likelihood(0.003, 0.01) == pytest.approx(total / batch.counts.sum(), rel=1e-12)
+
+
+def separable_stream(n, seed=0):
+    """Documents of a separable 6-topic model over 120 words (Arora et al.'s setting), as texts."""
+    truth = separable_topics(120, 6, anchors_per_topic=3, seed=seed).topic_word
+    counts = sample_documents(truth, topic_proportions(n, 6, alpha=0.2, seed=seed), 40, seed=seed)
+    words = ["word" + chr(97 + j // 26) + chr(97 + j % 26) for j in range(120)]
+    texts = [" ".join(w for j, c in zip(row.indices, row.data) for w in [words[j]] * int(c)) for row in counts]
+    return truth, words, texts
+
+
+SETTINGS = dict(reservoir_size=800, anchor_min_df=5, refresh_every=None, refine_carry=True)
+
+
+def stream_refreshes(model, texts, every=400):
+    sources = []
+    for start in range(0, len(texts), every):
+        model.learn_many(texts[start:start + every])
+        model.refresh()
+        sources.append(model.last_refresh["refinement_source"])
+    return sources
+
+
+def test_refreshes_carry_the_shares_once_the_reservoir_is_full():
+    truth, words, texts = separable_stream(4000)
+    model = StreamingTopicModel(6, words, **SETTINGS)
+    sources = stream_refreshes(model, texts)
+    assert sources[0] == "restart" and sources[1].startswith("restart")  # the reservoir fills
+    # challenged at 1.25x the documents of the last restart (1,200, 1,600, 2,000, 2,800, 3,600), carried between
+    assert [s == "carried" for s in sources[2:]] == [False, False, False, True, False, True, False, True]
+    assert all(s.startswith("carried") for s in sources[2:])  # the restarts never won here
+    fitted = model.lineage.carried
+    assert fitted.keys.size == fitted.indptr.size - 1 and fitted.topic_ids.shape == fitted.weights.shape
+    np.testing.assert_allclose(fitted.weights.sum(axis=1), 1.0, rtol=1e-6)
+    reference = StreamingTopicModel(6, words, **{**SETTINGS, "refine_carry": False})
+    assert set(stream_refreshes(reference, texts)) == {"restart"}
+    # the topics are found, though further from this separable truth than the restarts' (0.30 vs 0.19 when
+    # written: the carried sweeps move away from the anchor solution, as issue 44 found of the refinement)
+    assert matched_l1(truth, reference.snapshot.topic_word) < matched_l1(truth, model.snapshot.topic_word) < 0.4
+
+
+def test_a_resumed_run_refines_as_the_uninterrupted_one(tmp_path):
+    _, words, texts = separable_stream(3600, seed=1)
+    uninterrupted = StreamingTopicModel(6, words, **SETTINGS)
+    stream_refreshes(uninterrupted, texts[:2400])
+    uninterrupted.save(tmp_path / "model.state")
+    resumed = StreamingTopicModel.load(tmp_path / "model.state")
+    for model in (uninterrupted, resumed):
+        sources = stream_refreshes(model, texts[2400:])
+    assert "carried" in sources
+    assert resumed.snapshot.to_json() == uninterrupted.snapshot.to_json()
+    for name in ("keys", "fingerprints", "indptr", "topic_ids", "weights"):
+        assert np.array_equal(getattr(resumed.lineage.carried, name), getattr(uninterrupted.lineage.carried, name))
+
+
+def test_the_lineage_hands_the_carried_refinement_on():
+    _, words, texts = separable_stream(1200, seed=2)
+    model = StreamingTopicModel(6, words, **SETTINGS)
+    stream_refreshes(model, texts)
+    other = StreamingTopicModel(6, words, **SETTINGS)
+    other.adopt_lineage(model.lineage.export())
+    assert other.lineage.carried is model.lineage.carried
+    other.adopt_lineage(type(model.lineage.export())(None, None, 0))
+    assert other.lineage.carried.keys is None
+
+
+def test_an_empty_state_stays_empty_through_a_checkpoint():
+    state = CarriedRefinement()
+    assert state.state_dict() == ({}, None)
+    state.load_state_dict({}, None)
+    assert state.keys is None and not state.holds(3)
