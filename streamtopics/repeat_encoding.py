@@ -1,15 +1,18 @@
 """An array of 8-byte items stored as its nonzero items, each either a repeat of a recent one
-(two bytes) or new (eight bytes, stored byte plane by byte plane), in chunks compressed in parallel.
+(coded by how many items back it last occurred) or new (stored byte plane by byte plane), in
+chunks compressed in parallel.
 
 The co-occurrence triangle's nonzero cells are sums of per-document fractions: their mantissas
 are random bits, but half of them equal another cell's (a pair seen in one document only gets
 that document's fraction, shared by its other pairs), mostly a nearby one. Each chunk of
-``chunk`` items is scanned once: a bitmap of the nonzero items; a table of 2 ** ``table_bits``
-recent values, addressed by a hash of the value; for each nonzero item a bit saying whether the
-table held it, then either its slot (a hit) or the value itself (which takes the slot). The
-decoder replays the same table. New values are split into byte planes, so Zstandard codes the
-sign/exponent bytes (nearly constant) apart from the random low mantissa bytes. Reuters-21578's
-triangle: 25.7 MB against 28.9 MB for Zstandard level 1 over the nonzero items.
+``CHUNK`` items is scanned once: a bitmap of the nonzero items; for each nonzero item a bit saying
+whether it repeats a value still in the encoder's table of recent values (2 ** ``TABLE_BITS``
+slots, addressed by a hash of the value), then either the distance back to the value's last
+occurrence among the chunk's nonzero items (three bytes, by plane) or the value itself. The
+decoder needs no table: it copies the item that distance back. New values are split into byte
+planes, so Zstandard codes the sign and exponent bytes (nearly constant) apart from the random
+low mantissa bytes. Reuters-21578's triangle: 24.5 MB against 28.9 MB for format 3 (Zstandard
+level 1 over the nonzero items; byte planes of all of them: 34.4 MB, as repeats are lost).
 
 A chunk's parts are one Zstandard frame, chunks are encoded and decoded on several threads (the
 kernels and Zstandard release the GIL), and the comparisons are of bit patterns: decoding gives
@@ -29,19 +32,20 @@ try:
 except ImportError:
     from backports import zstd  # the same module for older Pythons
 
-CHUNK = 1 << 21  # items per chunk: 2 ** 20, 2 ** 22, 2 ** 24 gave 25.9, 25.7, 25.7 MB on Reuters-21578
-TABLE_BITS = 16  # 2 ** 14, 16, 18 slots: 26.2, 25.7, 25.6 MB (Reuters); more than 16 bits needs 3 bytes a hit
+CHUNK = 1 << 22  # items per chunk (at most 2 ** 24: distances take three bytes)
+TABLE_BITS = 18  # Reuters-21578, chunks of 2 ** 20 / 2 ** 22 / 2 ** 23 items, 2 ** 18 slots: 24.8 / 24.5 /
+# 24.4 MB, 2 ** 20 slots: 24.6 / 24.0 / 23.8 MB, but at V = 15,000 2 ** 20 slots take 2.2 times as long
 _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of value * 2 ** 64 / phi
 _LEVEL = 1
 
 
 def encode(words: np.ndarray) -> dict[str, bytes]:
     """``{"index", "frames"}`` for a 1-D ``uint64`` array: see the module docstring. The index
-    is ``int64``: chunk, table bits, then per chunk its frame's bytes, nonzero items and hits."""
+    is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero items and hits."""
     starts = range(0, words.size, CHUNK)
     with ThreadPoolExecutor(_threads(len(starts))) as pool:
         chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + CHUNK]), starts))
-    index = [CHUNK, TABLE_BITS] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
+    index = [CHUNK] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
     return {"index": np.array(index, "<i8").tobytes(), "frames": b"".join(frame for frame, _, _ in chunks)}
 
 
@@ -49,10 +53,10 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
     """The ``uint64`` array of ``size`` items :func:`encode` stored; ValueError (or a Zstandard
     error) if the parts are not such an array."""
     index = np.frombuffer(parts["index"], "<i8")
-    if index.size < 2 or not 1 <= index[1] <= 16 or index[0] < 8 or index[0] % 8:
+    if index.size < 1 or not 8 <= index[0] <= 1 << 24 or index[0] % 8:
         raise ValueError("a damaged chunk index")
-    chunk, bits = int(index[0]), int(index[1])
-    table = index[2:].reshape(-1, 3) if index.size % 3 == 2 else None
+    chunk = int(index[0])
+    table = index[1:].reshape(-1, 3) if index.size % 3 == 1 else None
     if table is None or table.shape[0] != -(-size // chunk) or (table < 0).any():
         raise ValueError(f"a chunk index of {index.size} numbers for {size} items")
     ends = np.cumsum(table[:, 0])
@@ -67,13 +71,13 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
         if hits > nonzero or nonzero > cells.size:
             raise ValueError(f"chunk {c}: {nonzero} nonzero items and {hits} hits of {cells.size}")
         payload = np.frombuffer(zstd.decompress(frames[ends[c] - table[c, 0]:ends[c]]), np.uint8)
-        bounds = np.cumsum([0, (cells.size + 7) // 8, (nonzero + 7) // 8, 2 * hits, 8 * (nonzero - hits)])
+        bounds = np.cumsum([0, (cells.size + 7) // 8, (nonzero + 7) // 8, 3 * hits, 8 * (nonzero - hits)])
         if payload.size != bounds[-1]:
             raise ValueError(f"chunk {c}: {payload.size} bytes, not {bounds[-1]}")
         mask, flags, codes, literals = (payload[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
-        problem = _decode_chunk(mask, flags, codes.reshape(2, hits), literals.reshape(8, nonzero - hits), bits, cells)
+        problem = _decode_chunk(mask, flags, codes.reshape(3, hits), literals.reshape(8, nonzero - hits), cells)
         if problem:
-            raise ValueError(f"chunk {c}: {('', 'bitmap', 'hits', 'an empty slot', 'a zero value')[problem]} "
+            raise ValueError(f"chunk {c}: {('', 'the bitmap', 'the hits', 'a distance', 'a new zero')[problem]} "
                              "does not match")
 
     with ThreadPoolExecutor(_threads(table.shape[0])) as pool:
@@ -86,11 +90,11 @@ def _threads(tasks: int) -> int:
 
 
 def _encode_chunk(words: np.ndarray) -> tuple[bytes, int, int]:
-    """One chunk's Zstandard frame (bitmap, hit bits, slots by byte plane, new values by byte
-    plane), its nonzero items and its hits."""
+    """One chunk's Zstandard frame (bitmap, hit bits, distances by byte plane, new values by
+    byte plane), its nonzero items and its hits."""
     mask = np.zeros((words.size + 7) // 8, np.uint8)
     flags = np.zeros_like(mask)
-    codes = np.empty((2, words.size), np.uint8)
+    codes = np.empty((3, words.size), np.uint8)
     literals = np.empty((8, words.size), np.uint8)
     nonzero, hits = _scan_chunk(words, TABLE_BITS, mask, flags, codes, literals)
     compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.compression_level: _LEVEL,
@@ -104,7 +108,8 @@ def _encode_chunk(words: np.ndarray) -> tuple[bytes, int, int]:
 def _scan_chunk(words, bits, mask, flags, codes, literals):
     """Fill the zeroed ``mask`` and ``flags`` and the planes ``codes`` and ``literals``;
     returns (nonzero items, hits)."""
-    table = np.zeros(1 << bits, np.uint64)
+    values = np.zeros(1 << bits, np.uint64)
+    last = np.zeros(1 << bits, np.int32)  # where each slot's value last occurred
     shift = np.uint64(64 - bits)
     nonzero = hits = 0
     for i in range(words.size):
@@ -113,27 +118,30 @@ def _scan_chunk(words, bits, mask, flags, codes, literals):
             continue
         mask[i >> 3] |= np.uint8(1 << (i & 7))
         slot = (value * _HASH) >> shift
-        if table[slot] == value:
+        if values[slot] == value:
             flags[nonzero >> 3] |= np.uint8(1 << (nonzero & 7))
-            codes[0, hits] = np.uint8(slot & np.uint64(0xFF))
-            codes[1, hits] = np.uint8(slot >> np.uint64(8))
+            distance = nonzero - last[slot]
+            for plane in range(3):
+                codes[plane, hits] = np.uint8((distance >> (8 * plane)) & 0xFF)
             hits += 1
         else:
-            table[slot] = value
+            values[slot] = value
             new = nonzero - hits
             for plane in range(8):
                 literals[plane, new] = np.uint8((value >> np.uint64(8 * plane)) & np.uint64(0xFF))
+        last[slot] = nonzero
         nonzero += 1
     return nonzero, hits
 
 
 @njit(cache=True, nogil=True)
-def _decode_chunk(mask, flags, codes, literals, bits, cells):
+def _decode_chunk(mask, flags, codes, literals, cells):
     """The inverse of :func:`_scan_chunk` into ``cells``; 0, or what did not match: 1 the bitmap
-    (its count or padding), 2 the hit bits, 3 a hit on an empty or absent slot, 4 a new value of zero."""
-    table = np.zeros(1 << bits, np.uint64)
-    shift = np.uint64(64 - bits)
-    n_nonzero, n_hits = literals.shape[1] + codes.shape[1], codes.shape[1]
+    (its count or padding), 2 the hit bits, 3 a distance beyond the chunk's first item, 4 a new
+    value of zero."""
+    n_hits = codes.shape[1]
+    n_nonzero = literals.shape[1] + n_hits
+    found = np.empty(n_nonzero, np.uint64)
     nonzero = hits = 0
     for i in range(mask.size * 8):
         if not (mask[i >> 3] >> (i & 7)) & 1:
@@ -145,10 +153,10 @@ def _decode_chunk(mask, flags, codes, literals, bits, cells):
         if (flags[nonzero >> 3] >> (nonzero & 7)) & 1:
             if hits == n_hits:
                 return 2
-            slot = (np.int64(codes[1, hits]) << 8) | np.int64(codes[0, hits])
-            value = table[slot] if slot < table.size else np.uint64(0)
-            if value == 0:
+            distance = np.int64(codes[0, hits]) | (np.int64(codes[1, hits]) << 8) | (np.int64(codes[2, hits]) << 16)
+            if not 1 <= distance <= nonzero:
                 return 3
+            value = found[nonzero - distance]
             hits += 1
         else:
             new = nonzero - hits
@@ -159,7 +167,7 @@ def _decode_chunk(mask, flags, codes, literals, bits, cells):
                 value |= np.uint64(literals[plane, new]) << np.uint64(8 * plane)
             if value == 0:
                 return 4
-            table[(value * _HASH) >> shift] = value
+        found[nonzero] = value
         cells[i] = value
         nonzero += 1
     if nonzero != n_nonzero:

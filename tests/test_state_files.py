@@ -136,8 +136,8 @@ def test_repeats_parts_that_do_not_fit_are_a_value_error(monkeypatch):
     _, parts = encode(array)
     index = np.frombuffer(parts["index"], "<i8")
     damaged = [dict(parts, frames=parts["frames"][:-1]), dict(parts, index=parts["index"][:-8])]
-    # index: chunk items, table bits, then per chunk: frame bytes, nonzero items, hits
-    for position, delta in ((0, 8), (1, 1), (1, 20), (2, 1), (3, 1), (3, -1), (4, 1), (4, -1)):
+    # index: items per chunk, then per chunk: frame bytes, nonzero items, hits
+    for position, delta in ((0, 8), (0, 1), (0, 1 << 24), (1, 1), (2, 1), (2, -1), (3, 1), (3, -1)):
         changed = index.copy()
         changed[position] += delta
         damaged.append(dict(parts, index=changed.tobytes()))
