@@ -106,7 +106,8 @@ def odd_bit_patterns(n: int, seed: int) -> np.ndarray:
     np.zeros(70_000), np.full(70_001, np.nan), np.full(70_000, -0.0), np.arange(1.0, 70_001.0),
     odd_bit_patterns(100_000, 4).view(np.float32), odd_bit_patterns(100_000, 5).view(np.int16),
     odd_bit_patterns(80_000, 6).view(np.complex128), np.zeros(0), np.zeros((0, 3), np.int32),
-    np.arange(100_000, dtype=np.uint8), np.array([True, False] * 40_000)],
+    np.arange(100_000, dtype=np.uint8), np.array([True, False] * 40_000),
+    np.array([5, -3, 2 ** 31 - 1, -2 ** 31] * 5000, np.int32), np.arange(0, 3 * 70_000, 3, dtype=">i4")],
     ids=lambda array: f"{array.dtype}{list(array.shape)}")
 def test_an_encoding_gives_back_the_same_bytes(array, monkeypatch):
     monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)  # many chunks, one of them short
