@@ -1,8 +1,9 @@
 """State files are small and lossless (issue 48, item 1): format 4 encodes the arrays
-(streamtopics/array_encoding.py, streamtopics/repeat_encoding.py), a loaded model's arrays are the saved ones bit for bit, and a
-model saved mid-stream, loaded and fed the rest ends where the uninterrupted one does. (With
-forgetting on it does not, by rounding, on main before format 3 too: saving flushes the pending
-batch, and the decay weights are computed per batch.)"""
+(streamtopics/array_encoding.py, streamtopics/repeat_encoding.py), every encoding gives back the
+same bytes, a loaded model's arrays are the saved ones bit for bit, and a model saved mid-stream,
+loaded and fed the rest ends where the uninterrupted one does. (With forgetting on it does not,
+by rounding, on main before format 3 too: saving flushes the pending batch, and the decay weights
+are computed per batch.)"""
 
 from __future__ import annotations
 
