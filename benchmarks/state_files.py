@@ -61,6 +61,7 @@ def measure(label: str, save, load, reference: dict, path: Path, repeats: int) -
     sizes = {}
     for _ in range(repeats):
         for writer in WRITERS:
+            path.unlink(missing_ok=True)  # time the save, not the deletion of the other format's file
             start = time.perf_counter()
             save(writer, path)
             times[writer, "save"].append(time.perf_counter() - start)

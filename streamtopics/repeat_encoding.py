@@ -43,9 +43,9 @@ _LEVEL = 1
 def encode(words: np.ndarray) -> dict[str, bytes]:
     """``{"index", "frames"}`` for a 1-D ``uint64`` array: see the module docstring. The index
     is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero items and hits."""
-    starts, scratch = range(0, words.size, CHUNK), threading.local()
+    starts, scratch, room = range(0, words.size, CHUNK), threading.local(), min(CHUNK, words.size)
     with ThreadPoolExecutor(_threads(len(starts))) as pool:
-        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + CHUNK], scratch), starts))
+        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + CHUNK], scratch, room), starts))
     index = [CHUNK] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
     return {"index": np.array(index, "<i8").tobytes(), "frames": b"".join(frame for frame, _, _ in chunks)}
 
@@ -77,7 +77,7 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
             raise ValueError(f"chunk {c}: {payload.size} bytes, not {bounds[-1]}")
         mask, flags, codes, literals = (payload[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
         if not hasattr(scratch, "found"):
-            scratch.found = np.empty(chunk, np.uint64)
+            scratch.found = np.empty(min(chunk, size), np.uint64)
         problem = _decode_chunk(mask, flags, codes.reshape(3, hits), literals.reshape(8, nonzero - hits), cells,
                                 scratch.found)
         if problem:
@@ -93,15 +93,16 @@ def _threads(tasks: int) -> int:
     return max(1, min(tasks, numba.get_num_threads()))
 
 
-def _encode_chunk(words: np.ndarray, scratch: threading.local) -> tuple[bytes, int, int]:
+def _encode_chunk(words: np.ndarray, scratch: threading.local, room: int) -> tuple[bytes, int, int]:
     """One chunk's Zstandard frame (bitmap, hit bits, distances by byte plane, new values by
-    byte plane), its nonzero items and its hits. The buffers are the thread's ``scratch``, one
-    set a thread: allocating them (the table too) for each chunk kept two threads no faster than
-    one (V = 15,000: the scans took 0.56 s on two threads, 0.39 s on one, 0.23 s so)."""
+    byte plane), its nonzero items and its hits. The buffers (for ``room`` items) are the
+    thread's ``scratch``, one set a thread: allocating them (the table too) for each chunk kept
+    two threads slower than one (V = 15,000: the scans took 0.56 s on two threads, 0.39 s on one;
+    0.23 s on two with one set a thread)."""
     if not hasattr(scratch, "buffers"):
         scratch.buffers = (np.empty(1 << TABLE_BITS, np.uint64), np.empty(1 << TABLE_BITS, np.int32),
-                           np.empty((2, CHUNK // 8), np.uint8), np.empty((3, CHUNK), np.uint8),
-                           np.empty((8, CHUNK), np.uint8))
+                           np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, room), np.uint8),
+                           np.empty((8, room), np.uint8))
     values, last, bitmaps, codes, literals = scratch.buffers
     bitmaps[:] = 0
     mask, flags = bitmaps[0, :(words.size + 7) // 8], bitmaps[1]
