@@ -1,5 +1,5 @@
 """State files: size, save and load time of format 2 (main before issue 48: uncompressed arrays)
-against format 3 (encoded: :mod:`streamtopics.array_encoding`), in one run.
+against the current format (encoded: :mod:`streamtopics.array_encoding`), in one run.
 
     python -m benchmarks.state_files [--sizes 6000 15000] [--repeats 5] [FILE.state ...]
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks.common import machine
 from streamtopics import StreamingTopicModel, persistence
-from streamtopics.state import FORMAT, _atomic_write, _digest, _meta_digest, read_state, write_state
+from streamtopics.state import FORMAT, FORMAT_VERSION, _atomic_write, _digest, _meta_digest, read_state, write_state
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
 
@@ -39,7 +39,7 @@ def write_format_2(path, arrays: dict, meta: dict) -> Path:
     return _atomic_write(Path(path), lambda handle: np.savez(handle, **payload))
 
 
-WRITERS = {"format 2": write_format_2, "format 3": write_state}
+WRITERS = {"format 2": write_format_2, f"format {FORMAT_VERSION}": write_state}
 
 
 def same_arrays(a: dict, b: dict) -> bool:
@@ -61,6 +61,7 @@ def measure(label: str, save, load, reference: dict, path: Path, repeats: int) -
     sizes = {}
     for _ in range(repeats):
         for writer in WRITERS:
+            path.unlink(missing_ok=True)  # time the save, not the deletion of the other format's file
             start = time.perf_counter()
             save(writer, path)
             times[writer, "save"].append(time.perf_counter() - start)

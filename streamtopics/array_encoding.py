@@ -1,13 +1,15 @@
-"""How a state file stores one array, losslessly and compactly: its bytes compressed with Zstandard.
+"""How a state file stores one array, losslessly and compactly.
 
-An array of 8-byte items (the co-occurrence triangle above all: V (V + 1) / 2 doubles, most of
-them zero) is stored sparsely when at least half of its items are zero: a bitmap of the items whose
-bit pattern is not zero, and those items in order, each compressed. The bitmap is by bit pattern,
-so -0.0 and NaNs come back as they were: decoding gives the same bytes, not just equal values.
-At V = 15,000 (20 Newsgroups, 24 % of the triangle nonzero) that leaves Zstandard 212 of 900 MB
-and gives 143 MB, against 158 MB for Zstandard over the whole triangle. The nonzero values are
-sums of doubles: what compresses is the repeated ones, so a triangle that is mostly nonzero
-(V = 6,000: 62 %) stays at half its size.
+Encodings: ``repeats`` (format 4) for arrays of 8-byte items of at least ``_SPARSE_MIN`` items,
+the co-occurrence triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero items, each a
+repeat of a recent one or new, in chunks on several threads); ``delta`` (format 4) for an integer
+array where it is smaller than ``zstd``: the differences of consecutive items (wrapping), byte
+plane by byte plane, compressed (the reservoir's word indices, sorted within each document:
+Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 and 4) for the rest, the items' bytes
+compressed with Zstandard, 1-byte items (the metadata's JSON) at a higher level; ``nonzero``
+(format 3, read only) for a mostly zero 8-byte array: a bitmap of the items whose bit pattern is
+not zero and those items in order, each compressed. Decoding gives back the same bytes, -0.0 and
+NaN payloads included.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ try:
 except ImportError:
     from backports import zstd  # the same module for older Pythons
 
-ENCODINGS = ("zstd", "nonzero")
+from . import repeat_encoding
+
+ENCODINGS = ("zstd", "nonzero", "repeats", "delta")
 _LEVEL = 1  # 3 saved 4 % on the nonzero values of Reuters-21578's triangle and took 1.7 times as long
+_TEXT_LEVEL = 4  # the metadata (Reuters, 4.9 MB): level 1 2.27 MB in 15 ms, 4 1.77 MB in 32 ms, 9 1.56 MB in 107 ms
 _SPARSE_MIN = 1 << 16  # items; a smaller array is compressed whole
-_CHUNK = 1 << 16  # items a thread scans at a time (a multiple of 8: whole bitmap bytes)
+_CHUNK = 1 << 16  # format 3: the items of one count of the bitmap (a multiple of 8: whole bitmap bytes)
 _PARALLEL_BYTES = 1 << 24  # larger blobs are compressed by several Zstandard threads
 _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.int64)
 
@@ -34,15 +39,15 @@ def encode(array: np.ndarray) -> tuple[str, dict[str, bytes]]:
     """``(encoding, {part: bytes})`` for a C-contiguous ``array``: its items, compressed."""
     flat = array.reshape(-1)
     if array.dtype.itemsize == 8 and flat.size >= _SPARSE_MIN:
-        words = flat.view(np.uint64)
-        counts = _chunk_counts(words, _CHUNK)
-        if 2 * counts.sum() <= flat.size:
-            starts = np.concatenate([[0], np.cumsum(counts)])
-            mask = np.empty((flat.size + 7) // 8, np.uint8)
-            values = np.empty(starts[-1], np.uint64)
-            _gather(words, _CHUNK, starts, mask, values)
-            return "nonzero", {"mask": _compress(mask), "values": _compress(values)}
-    return "zstd", {"data": _compress(flat)}
+        return "repeats", repeat_encoding.encode(flat.view(np.uint64))
+    whole = {"data": _compress(flat, _TEXT_LEVEL if array.dtype.itemsize == 1 else _LEVEL)}
+    if array.dtype.kind in "iu" and array.dtype.itemsize > 1 and flat.size:
+        words = flat.view(f"u{array.dtype.itemsize}")
+        planes = np.diff(words, prepend=words.dtype.type(0)).view(np.uint8).reshape(-1, words.itemsize).T
+        delta = {"data": _compress(planes)}
+        if len(delta["data"]) < len(whole["data"]):
+            return "delta", delta
+    return "zstd", whole
 
 
 def decode(encoding: str, parts: dict[str, bytes], dtype: str, shape: list[int]) -> np.ndarray:
@@ -64,6 +69,14 @@ def decode(encoding: str, parts: dict[str, bytes], dtype: str, shape: list[int])
         flat = np.zeros(size, np.uint64)
         _scatter(mask, values, _CHUNK, starts, flat)
         flat = flat.view(dtype)
+    elif encoding == "delta" and dtype.kind in "iu" and dtype.itemsize > 1:
+        planes = np.frombuffer(zstd.decompress(parts["data"]), np.uint8)
+        if planes.size != size * dtype.itemsize:
+            raise ValueError(f"{planes.size} bytes for {size} items of {dtype}")
+        words = np.ascontiguousarray(planes.reshape(dtype.itemsize, size).T).view(f"u{dtype.itemsize}").reshape(-1)
+        flat = np.cumsum(words, dtype=words.dtype).view(dtype)
+    elif encoding == "repeats" and dtype.itemsize == 8:
+        flat = repeat_encoding.decode(parts, size).view(dtype)
     else:
         raise ValueError(f"unknown encoding {encoding!r} of {dtype}")
     if flat.size != size:
@@ -71,42 +84,12 @@ def decode(encoding: str, parts: dict[str, bytes], dtype: str, shape: list[int])
     return flat.reshape(shape)
 
 
-def _compress(array: np.ndarray) -> bytes:
+def _compress(array: np.ndarray, level: int = _LEVEL) -> bytes:
     data = memoryview(np.ascontiguousarray(array)).cast("B")
     workers = min(os.cpu_count() or 1, 4) if data.nbytes > _PARALLEL_BYTES else 0
-    return zstd.compress(data, options={zstd.CompressionParameter.compression_level: _LEVEL,
+    return zstd.compress(data, options={zstd.CompressionParameter.compression_level: level,
                                         zstd.CompressionParameter.nb_workers: workers,
                                         zstd.CompressionParameter.checksum_flag: 1})
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _chunk_counts(words, chunk):
-    """The nonzero items of each ``chunk`` items of ``words``."""
-    n_chunks = (words.size + chunk - 1) // chunk
-    counts = np.zeros(n_chunks, np.int64)
-    for c in prange(n_chunks):
-        found = 0
-        for i in range(c * chunk, min(words.size, (c + 1) * chunk)):
-            found += words[i] != 0
-        counts[c] = found
-    return counts
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _gather(words, chunk, starts, mask, values):
-    """Bitmap bytes (bit ``i % 8`` of byte ``i // 8`` set for a nonzero item ``i``) and the nonzero
-    items in order, chunk ``c``'s from ``values[starts[c]]``."""
-    for c in prange(starts.size - 1):
-        out = starts[c]
-        for byte in range(c * chunk // 8, min(mask.size, (c + 1) * chunk // 8)):
-            bits = 0
-            for bit in range(min(8, words.size - 8 * byte)):
-                word = words[8 * byte + bit]
-                if word != 0:
-                    bits |= 1 << bit
-                    values[out] = word
-                    out += 1
-            mask[byte] = bits
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -124,7 +107,8 @@ def _bitmap_counts(mask, chunk_bytes, popcount):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scatter(mask, values, chunk, starts, flat):
-    """The inverse of :func:`_gather` into zeros ``flat``."""
+    """Format 3's nonzero ``values`` into zeros ``flat`` where ``mask`` (bit ``i % 8`` of byte
+    ``i // 8`` for item ``i``) has a bit set, chunk ``c``'s from ``values[starts[c]]``."""
     for c in prange(starts.size - 1):
         out = starts[c]
         for byte in range(c * chunk // 8, min(mask.size, (c + 1) * chunk // 8)):

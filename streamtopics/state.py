@@ -1,13 +1,14 @@
 """Atomic, checksummed state files.
 
-A state file is an ``.npz`` archive (uncompressed zip) with a ``__manifest__`` entry. Format 3
-stores every array as :mod:`~streamtopics.array_encoding` encodes it (Zstandard; the mostly-zero
-co-occurrence triangle as a bitmap and its nonzero items), and the metadata as one more encoded
-entry (JSON bytes, ``__meta__``); the manifest (JSON) gives each array's dtype, shape and encoding,
-the SHA-256 of every stored entry and its own SHA-256. Checksumming the stored bytes, not the
-decoded arrays, hashes a sixth as much (V = 15,000, 20 Newsgroups) and still covers every byte.
-Formats 1 (arrays uncompressed, their SHA-256s) and 2 (the metadata checksummed too) are still
-read.
+A state file is an ``.npz`` archive (uncompressed zip) with a ``__manifest__`` entry. Formats 3
+and 4 store every array as :mod:`~streamtopics.array_encoding` encodes it (format 4: the
+co-occurrence triangle as its nonzero items, repeats of recent ones coded by their slot; format
+3: as a bitmap and its nonzero items; the rest compressed with Zstandard), and the metadata as
+one more encoded entry (JSON bytes, ``__meta__``); the manifest (JSON) gives each array's dtype,
+shape and encoding, the SHA-256 of every stored entry and its own SHA-256. Checksumming the stored
+bytes, not the decoded arrays, hashes a sixth as much (V = 15,000, 20 Newsgroups) and still
+covers every byte. Formats 1 (arrays uncompressed, their SHA-256s), 2 (the metadata checksummed
+too) and 3 are still read.
 
 Writes go to a temporary file in the same directory, are fsynced, then renamed over the target
 (and the directory fsynced), so a crash leaves either the old file or the new one, never a torn
@@ -31,9 +32,9 @@ import numpy as np
 from .array_encoding import decode, encode
 
 FORMAT = "streamtopics-state"
-FORMAT_VERSION = 3  # 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
+FORMAT_VERSION = 4  # 4: the triangle's repeats coded; 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
 _MANIFEST = "__manifest__"
-_META = "__meta__"  # format 3: the metadata, an encoded array of JSON bytes
+_META = "__meta__"  # formats 3 and 4: the metadata, an encoded array of JSON bytes
 
 
 class CorruptStateError(ValueError):
@@ -111,13 +112,13 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
     except Exception as error:  # noqa: BLE001 - whatever a damaged zip makes the reader raise
         raise CorruptStateError(f"{path}: unreadable state file ({type(error).__name__}: {error})") from error
     if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
-            or manifest.get("format_version") not in (1, 2, 3)):
+            or manifest.get("format_version") not in (1, 2, 3, 4)):
         found = manifest if not isinstance(manifest, dict) else (manifest.get("format"), manifest.get("format_version"))
         raise CorruptStateError(f"{path}: unsupported format {found!r}")
     expected, version = manifest.get("checksums"), manifest["format_version"]
     if not isinstance(expected, dict) or (version < 3 and not isinstance(manifest.get("meta"), dict)):
         raise CorruptStateError(f"{path}: damaged manifest")
-    if version == 3 and manifest.get("checksum") != _manifest_digest(manifest):
+    if version >= 3 and manifest.get("checksum") != _manifest_digest(manifest):
         raise CorruptStateError(f"{path}: checksum mismatch in the manifest")
     if version == 2 and manifest.get("meta_checksum") != _meta_digest(manifest["meta"]):
         raise CorruptStateError(f"{path}: checksum mismatch in the metadata")
@@ -126,11 +127,11 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
     for name, digest in expected.items():
         if _digest(entries[name]) != digest:
             raise CorruptStateError(f"{path}: checksum mismatch in {name!r}")
-    return _decoded(path, manifest.get("arrays"), entries) if version == 3 else (entries, manifest["meta"])
+    return _decoded(path, manifest.get("arrays"), entries) if version >= 3 else (entries, manifest["meta"])
 
 
 def _decoded(path: Path, table: dict, entries: dict) -> tuple[dict[str, np.ndarray], dict]:
-    """The arrays and metadata of a format 3 file from its verified ``entries`` (``NAME#PART``)."""
+    """The arrays and metadata of a format 3 or 4 file from its verified ``entries`` (``NAME#PART``)."""
     parts: dict[str, dict] = {}
     for key, data in entries.items():
         name, _, part = key.rpartition("#")

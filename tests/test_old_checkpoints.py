@@ -1,16 +1,19 @@
-"""A state file written by main at 5569d75 (before the parts saved themselves and before the
-refresh schedule was one object) still loads and resumes as the uninterrupted run.
+"""State files written by earlier versions still load. One written by main at 5569d75 (before
+the parts saved themselves and before the refresh schedule was one object) loads and resumes as
+the uninterrupted run; one of format 3 gives back its arrays byte for byte.
 
 ``tests/data/model-5569d75.state`` was written by that commit with :func:`documents` and
 :data:`SETTINGS` below: ``model.learn_many(documents(400, 1), stream_times=range(400))`` then
 ``model.save(path)`` (snapshot version 2, made at 300 documents by ``refresh_every=150``).
 """
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from streamtopics import StreamingTopicModel
+from streamtopics.state import read_state
 
 STATE = Path(__file__).parent / "data" / "model-5569d75.state"
 WORDS = ["word" + chr(97 + i // 26) + chr(97 + i % 26) for i in range(60)]
@@ -46,3 +49,14 @@ def test_it_resumes_as_the_uninterrupted_run():
     assert resumed.snapshot.anchors == uninterrupted.snapshot.anchors
     # the state file's sums were computed on another machine: equal to rounding
     np.testing.assert_allclose(resumed.snapshot.topic_word, uninterrupted.snapshot.topic_word, atol=1e-8)
+
+
+def test_a_format_3_state_file_still_loads_byte_for_byte():
+    """``tests/data/format3.state`` was written by main at 752416c (format 3: its triangle as a
+    bitmap and the nonzero items); its arrays' SHA-256s as that commit read them."""
+    arrays, meta = read_state(Path(__file__).parent / "data" / "format3.state")
+    assert meta == {"written_by": "main at 752416c (format 3)"}
+    assert {name: (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).hexdigest()[:16])
+            for name, array in arrays.items()} == {
+        "packed": ("<f8", (100_000,), "396b1d372ab2497e"), "ints": ("<i4", (1000,), "2661a2fee5db79c9"),
+        "dense": ("<f8", (40, 3), "ca4d9d1ca0ee06a0"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}

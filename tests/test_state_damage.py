@@ -91,7 +91,7 @@ def test_byte_flips_and_truncations_are_damage_or_harmless(saved, tmp_path):
 
 
 def test_byte_flips_in_an_encoded_triangle_are_damage(tmp_path):
-    """A mostly-zero array is stored as a bitmap and its nonzero items (streamtopics/array_encoding.py):
+    """A large 8-byte array is stored as its nonzero items, repeats coded (streamtopics/repeat_encoding.py):
     a flip anywhere in them is damage too."""
     from streamtopics.state import read_state, write_state
 

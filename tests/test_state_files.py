@@ -1,16 +1,19 @@
-"""State files are small and lossless (issue 48, item 1): format 3 encodes the arrays
-(streamtopics/array_encoding.py), a loaded model's arrays are the saved ones bit for bit, and a
-model saved mid-stream, loaded and fed the rest ends where the uninterrupted one does. (With
-forgetting on it does not, by rounding, on main before format 3 too: saving flushes the pending
-batch, and the decay weights are computed per batch.)"""
+"""State files are small and lossless (issue 48, item 1): format 4 encodes the arrays
+(streamtopics/array_encoding.py, streamtopics/repeat_encoding.py), every encoding gives back the
+same bytes, a loaded model's arrays are the saved ones bit for bit, and a model saved mid-stream,
+loaded and fed the rest ends where the uninterrupted one does. (With forgetting on it does not,
+by rounding, on main before format 3 too: saving flushes the pending batch, and the decay weights
+are computed per batch.)"""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 
-from streamtopics import StreamingTopicModel
+from streamtopics import StreamingTopicModel, repeat_encoding
+from streamtopics.array_encoding import decode, encode
 from streamtopics.state import FORMAT_VERSION, read_state, write_state
 
 WORDS = [f"w{i}" for i in range(2000)]
@@ -67,7 +70,7 @@ def test_a_model_comes_back_bit_for_bit_in_the_new_format(tmp_path):
     model.learn_many(documents(500, 2), stream_times=[float(t) for t in range(500)])
     path = model.save(tmp_path / "model.state")
     with np.load(path) as archive:
-        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 3
+        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 4
     assert_same_bits(model_arrays(model), model_arrays(StreamingTopicModel.load(path)))
 
 
@@ -81,3 +84,66 @@ def test_a_resumed_model_ends_where_the_uninterrupted_one_does(tmp_path):
     resumed.learn_many(rest, stream_times=[float(t) for t in range(500, 1000)])
     assert resumed.snapshot.version == uninterrupted.snapshot.version == 5
     assert_same_bits(model_arrays(uninterrupted), model_arrays(resumed))
+
+
+def odd_bit_patterns(n: int, seed: int) -> np.ndarray:
+    """``n`` doubles, mostly zero, with repeats near and far, -0.0, NaNs with payloads, signalling
+    NaNs, infinities and denormals: what a decoder must give back byte for byte."""
+    rng = np.random.default_rng(seed)
+    words = np.zeros(n, np.uint64)
+    cells = rng.choice(n, n // 3, replace=False)
+    words[cells] = np.round(rng.random(cells.size), 2).view(np.uint64)  # many repeats
+    words[cells[::5]] = rng.random(cells[::5].size).view(np.uint64)  # and values seen once
+    odd = [0x8000000000000000, 0x7FF8000000000001, 0xFFF0000000000ABC, 0x7FF0000000000001,
+           0x7FF0000000000000, 0x0000000000000001, 0x000FFFFFFFFFFFFF, 0x8000000000000001]
+    words[rng.choice(n, 64)] = np.resize(np.array(odd, np.uint64), 64)
+    return words.view(np.float64)
+
+
+@pytest.mark.parametrize("array", [
+    odd_bit_patterns(300_001, 1),
+    odd_bit_patterns(200_000, 2).view(np.int64).reshape(1000, 200),
+    odd_bit_patterns(100_000, 3).view(np.complex64),
+    np.zeros(70_000), np.full(70_001, np.nan), np.full(70_000, -0.0), np.arange(1.0, 70_001.0),
+    odd_bit_patterns(100_000, 4).view(np.float32), odd_bit_patterns(100_000, 5).view(np.int16),
+    odd_bit_patterns(80_000, 6).view(np.complex128), np.zeros(0), np.zeros((0, 3), np.int32),
+    np.arange(100_000, dtype=np.uint8), np.array([True, False] * 40_000),
+    np.array([5, -3, 2 ** 31 - 1, -2 ** 31] * 5000, np.int32), np.arange(0, 3 * 70_000, 3, dtype=">i4")],
+    ids=lambda array: f"{array.dtype}{list(array.shape)}")
+def test_an_encoding_gives_back_the_same_bytes(array, monkeypatch):
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)  # many chunks, one of them short
+    encoding, parts = encode(array)
+    back = decode(encoding, parts, array.dtype.str, list(array.shape))
+    assert (back.dtype, back.shape, back.tobytes()) == (array.dtype, array.shape, array.tobytes())
+    assert back.flags.writeable and back.flags.c_contiguous
+
+
+def test_values_that_share_a_slot_come_back(monkeypatch):
+    """Values that hash to one slot of the repeat table take it from each other in turn."""
+    slot = lambda values: (values * repeat_encoding._HASH) >> np.uint64(64 - repeat_encoding.TABLE_BITS)
+    candidates = np.arange(1, 5_000_000, dtype=np.uint64) << np.uint64(20)
+    same = candidates[slot(candidates) == slot(candidates[:1])][:3]
+    assert same.size == 3
+    array = np.tile(same, 30_000).view(np.float64)
+    encoding, parts = encode(array)
+    assert encoding == "repeats"
+    assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
+
+
+def test_repeats_parts_that_do_not_fit_are_a_value_error(monkeypatch):
+    """Parts whose checksums hold but which do not make the array (a writer's bug, not damage)
+    raise, never write outside the array."""
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
+    array = odd_bit_patterns(100_000, 7)
+    _, parts = encode(array)
+    index = np.frombuffer(parts["index"], "<i8")
+    damaged = [dict(parts, frames=parts["frames"][:-1]), dict(parts, index=parts["index"][:-8])]
+    # index: items per chunk, then per chunk: frame bytes, nonzero items, hits
+    for position, delta in ((0, 8), (0, 1), (0, 1 << 24), (1, 1), (2, 1), (2, -1), (3, 1), (3, -1)):
+        changed = index.copy()
+        changed[position] += delta
+        damaged.append(dict(parts, index=changed.tobytes()))
+    for bad in damaged:
+        with pytest.raises(Exception) as error:
+            decode("repeats", bad, "<f8", [array.size])
+        assert isinstance(error.value, ValueError) or "zstd" in type(error.value).__module__, error.value
