@@ -75,6 +75,7 @@ class CollapsedShares:
         self.batch = batch
         self.topic_ids, self.weights, self.doc_topic = topic_ids, weights, doc_topic
         self.seed_topic_word = seed_topic_word
+        self.held_from = doc_topic.shape[1]  # columns from this one on keep the seed's (:meth:`hold`)
         self.word_topic = np.zeros((n_words, doc_topic.shape[1]))
         self._owners: dict[int, np.ndarray] = {}  # by number of threads (:meth:`_word_owners`)
         self._add_word_topic(slice(None))
@@ -105,6 +106,13 @@ class CollapsedShares:
         _document_topics(batch.indptr, batch.counts, topic_ids, weights, doc_topic)
         return cls(batch, topic_ids, weights, doc_topic, seed_topic_word.shape[0], seed_topic_word)
 
+    def hold(self, first: int, columns: np.ndarray) -> None:
+        """Hold columns ``first`` onwards at those of ``columns`` (V x the columns): their phi is
+        no longer estimated from the shares (the background, whose distribution the moments give)."""
+        self.seed_topic_word = self.seed_topic_word.copy()
+        self.seed_topic_word[:, first:] = columns[:, first:]
+        self.held_from = first
+
     def log_likelihood(self, document_prior: float, smoothing: float) -> float:
         """The fitted documents' log-likelihood per token under the shares' own estimates: phi as
         :meth:`topic_word`, each document's mixture its topic counts plus ``document_prior``,
@@ -119,7 +127,7 @@ class CollapsedShares:
     def topic_word(self, smoothing: float) -> np.ndarray:
         """``(n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds keeps its seed column."""
         out = np.empty_like(self.word_topic)
-        _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, out)
+        _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, self.held_from, out)
         return out
 
     def sweep(self, document_prior: float, smoothing: float, blocks: int = SWEEP_BLOCKS, first: int = 0) -> None:
@@ -136,7 +144,7 @@ class CollapsedShares:
             moved = end < len(batch)  # the last block's changes go into the sum below instead
             if moved:
                 ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
-            _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, phi)
+            _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, self.held_from, phi)
             _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, phi,
                    float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
             if moved:
@@ -340,9 +348,9 @@ def _sweep(indptr, indices, counts, phi, document_prior, ids, weights, doc_topic
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _topic_word(word_topic, smoothing, seed_topic_word, out):
-    """``out = (n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds takes its seed
-    column. The column sums in one thread, words in order (the same sums on any number of
+def _topic_word(word_topic, smoothing, seed_topic_word, held_from, out):
+    """``out = (n_wk + smoothing) / (n_k + V smoothing)``; a topic no entry holds, and every column
+    from ``held_from`` on, takes its seed column. The column sums in one thread, words in order (the same sums on any number of
     threads); then every row on its own, on all threads, a branch-free division over the row
     (vectorised) and the seed copied into the empty topics after it. A sweep's 8 calls took
     0.25-0.3 s at V = 100,000, K = 101 with one thread and a branch per cell."""
@@ -352,7 +360,7 @@ def _topic_word(word_topic, smoothing, seed_topic_word, out):
         for k in range(n_topics):
             totals[k] += word_topic[w, k]
     denominators = totals + n_words * smoothing
-    empty = np.flatnonzero(totals <= 0)
+    empty = np.flatnonzero((totals <= 0) | (np.arange(n_topics) >= held_from))
     for w in prange(n_words):
         for k in range(n_topics):
             out[w, k] = (word_topic[w, k] + smoothing) / denominators[k]

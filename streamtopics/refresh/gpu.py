@@ -200,7 +200,7 @@ class DeviceRefinementSteps:
         return normalised_m_step(m_step(self.fit, topic_word, mixtures), topic_word, smoothing), mixtures
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
-                    smoothing: float) -> tuple[np.ndarray, None]:
+                    smoothing: float, hold=None) -> tuple[np.ndarray, None]:
         if mixtures is None:
             uniform = starting_mixtures(self.fit.n_docs, start.shape[1])
             mixtures = infer_mixtures(self.fit, start, uniform, SEED_UPDATES, 1e-5)

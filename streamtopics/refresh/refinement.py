@@ -249,7 +249,7 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
                   holdout_every: int = HOLDOUT_EVERY, patience: int = PATIENCE, smoothing: float = 0.0,
                   tolerance: float = HELD_TOLERANCE, sweeps: int = 0,
                   document_prior: float = DOCUMENT_PRIOR, device: str = "cpu",
-                  held_out: np.ndarray | None = None) -> Refinement:
+                  held_out: np.ndarray | None = None, hold_from: int | None = None) -> Refinement:
     """KL-tEM seeded with ``topic_word`` on the reservoir's fitting part, then ``sweeps`` sweeps of
     sparse CVB0 (:mod:`~streamtopics.refresh.collapsed`) from the KL-tEM iterate kept: the latest whose
     held-out completion likelihood is within ``tolerance`` of the best (iterate 0 = the seed).
@@ -275,7 +275,9 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     ``held_out`` (a mask over the reservoir) chooses the held-out documents instead of every
     ``holdout_every``-th. ``device="cuda"`` runs the E-steps, M-steps and CVB0 sweeps on a CUDA
     device (:mod:`~streamtopics.refresh.gpu`); the result equals the CPU's to rounding. On the
-    CPU the sweeps' shares are returned too (:attr:`Refinement.shares`).
+    CPU the sweeps' shares are returned too (:attr:`Refinement.shares`); with ``hold_from`` their
+    columns from that one on (the background) stay the seed's
+    (:meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`).
     """
     seed = np.ascontiguousarray(topic_word, dtype=np.float64)
     fit, held_documents = _split_reservoir(reservoir, holdout_every, held_out)
@@ -309,7 +311,7 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
         # the iterate before): they only place the first shares
         kept.topic_word, kept.shares = steps.cvb0_sweeps(
             kept.topic_word, fitted_to_kept if fitted_to_kept is not None else mixtures, sweeps, document_prior,
-            smoothing)
+            smoothing, None if hold_from is None else (hold_from, seed))
         kept.sweeps = sweeps
     return kept
 
@@ -331,11 +333,14 @@ class HostRefinementSteps:
         return kl_tem_step(self.fit, topic_word, mixtures, prior, smoothing=smoothing, by_word=self.by_word)
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
-                    smoothing: float) -> tuple[np.ndarray, CollapsedShares]:
+                    smoothing: float, hold=None) -> tuple[np.ndarray, CollapsedShares]:
         """The topics after ``sweeps`` sparse CVB0 sweeps over the fitted documents from ``start``
-        (first shares placed by ``mixtures``, None: fitted to ``start``), and the shares."""
+        (first shares placed by ``mixtures``, None: fitted to ``start``), and the shares; ``hold``:
+        ``(first, columns)`` for :meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`."""
         self.by_word = None  # KL-tEM's word-major copy (50 MB at K = 100), freed before the shares are allocated
         shares = CollapsedShares.seeded(self.fit, start, mixtures)
+        if hold is not None:
+            shares.hold(*hold)
         for _ in range(sweeps):
             shares.sweep(document_prior, smoothing)
         return shares.topic_word(smoothing), shares
