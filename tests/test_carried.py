@@ -22,21 +22,32 @@ def random_batch(rng, n_docs=40, n_words=30):
     return DocumentBatch.from_pairs(pairs, rng.integers(0, 2**63, size=n_docs, dtype=np.uint64))
 
 
+def matched_in_order(previous_keys, previous_prints, keys, prints):
+    """Reference: each document takes the first unused previous one with its key and print."""
+    used, pairs = set(), []
+    for d, identity in enumerate(zip(keys, prints)):
+        for i, other in enumerate(zip(previous_keys, previous_prints)):
+            if i not in used and other == identity:
+                used.add(i)
+                pairs.append((d, i))
+                break
+    return pairs
+
+
 def test_match_pairs_equal_documents_in_order_duplicates_too():
     previous_keys = np.array([5, 7, 5, 9, 5], np.uint64)
     previous_prints = np.array([1, 2, 1, 3, 4], np.uint64)
     keys = np.array([9, 5, 5, 5, 8, 7], np.uint64)
     prints = np.array([3, 1, 1, 1, 0, 2], np.uint64)
     found, previous = _match(previous_keys, previous_prints, keys, prints)
-    # reference: each document takes the first unused previous one with its key and print
-    used, expected = set(), []
-    for d, identity in enumerate(zip(keys, prints)):
-        for i, other in enumerate(zip(previous_keys, previous_prints)):
-            if i not in used and other == identity:
-                used.add(i)
-                expected.append((d, i))
-                break
+    expected = matched_in_order(previous_keys, previous_prints, keys, prints)
     assert list(zip(found.tolist(), previous.tolist())) == expected == [(0, 3), (1, 0), (2, 2), (5, 1)]
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # few distinct values: many duplicates, empty sides too
+        previous_size, size = rng.integers(0, 30, size=2)
+        sides = [rng.integers(0, 4, size=n).astype(np.uint64) for n in (previous_size, previous_size, size, size)]
+        found, previous = _match(*sides)
+        assert list(zip(found.tolist(), previous.tolist())) == matched_in_order(*sides)
 
 
 def test_entry_index_and_fingerprints():

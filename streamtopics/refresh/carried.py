@@ -52,11 +52,10 @@ over the lease from another starts again from the seed).
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 from numba import njit
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 
 from ..text.documents import DocumentBatch
 from .collapsed import CollapsedShares
@@ -202,7 +201,7 @@ def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carri
 def _line_up(carried_topics: np.ndarray, seed: np.ndarray, n_topics: int) -> np.ndarray:
     """The seed column each carried column takes: topics matched to the seed's topics by least
     total L1 (Hungarian), the background (a column past ``n_topics``) staying in place."""
-    distance = np.abs(carried_topics[:, :n_topics, None] - seed[:, None, :n_topics]).sum(axis=0)
+    distance = cdist(carried_topics[:, :n_topics].T, seed[:, :n_topics].T, "cityblock")
     rows, columns = linear_sum_assignment(distance)
     column_of = np.arange(seed.shape[1])
     column_of[rows] = columns
@@ -211,17 +210,26 @@ def _line_up(carried_topics: np.ndarray, seed: np.ndarray, n_topics: int) -> np.
 
 def _match(previous_keys, previous_prints, keys, prints) -> tuple[np.ndarray, np.ndarray]:
     """The documents of ``keys`` / ``prints`` found among the previous ones (equal key hash and
-    fingerprint; duplicates paired in order): their indices, in order, and the previous ones'."""
-    waiting: dict[tuple[int, int], deque] = {}
-    for i, identity in enumerate(zip(previous_keys.tolist(), previous_prints.tolist())):
-        waiting.setdefault(identity, deque()).append(i)
-    found, previous = [], []
-    for d, identity in enumerate(zip(keys.tolist(), prints.tolist())):
-        queue = waiting.get(identity)
-        if queue:
-            found.append(d)
-            previous.append(queue.popleft())
-    return np.array(found, np.int64), np.array(previous, np.int64)
+    fingerprint; duplicates paired in order): their indices, in order, and the previous ones'.
+    Each document is identified by its key, its fingerprint and how many equal ones precede it,
+    so the identities are unique and one sorted intersection pairs them."""
+    _, found, previous = np.intersect1d(_identities(keys, prints), _identities(previous_keys, previous_prints),
+                                        assume_unique=True, return_indices=True)
+    order = np.argsort(found, kind="stable")
+    return found[order].astype(np.int64), previous[order].astype(np.int64)
+
+
+def _identities(keys: np.ndarray, prints: np.ndarray) -> np.ndarray:
+    """``(key, fingerprint, occurrence)`` of each document as one opaque 24-byte value."""
+    order = np.lexsort((prints, keys))  # stable: equal documents stay in order
+    sorted_keys, sorted_prints = keys[order], prints[order]
+    starts = np.ones(order.size, bool)
+    starts[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_prints[1:] != sorted_prints[:-1])
+    first = np.maximum.accumulate(np.where(starts, np.arange(order.size), 0))
+    occurrence = np.empty(order.size, np.uint64)
+    occurrence[order] = np.arange(order.size) - first
+    columns = np.ascontiguousarray(np.column_stack([keys, prints, occurrence]).astype(np.uint64))
+    return columns.view(np.dtype((np.void, 24))).ravel()
 
 
 def _entry_index(indptr: np.ndarray, documents: np.ndarray) -> np.ndarray:
