@@ -158,8 +158,10 @@ def model_options(function):
     return function
 
 
-def device_option(function):
-    """--refine-device: where each refresh's refinement runs."""
+def refinement_options(function):
+    """--refine-device: where each refresh's refinement runs; --refine-carry: whether it keeps its
+    work from one refresh to the next."""
+    function = model_option("refine_carry", is_flag=True)(function)
     return model_option("refine_device", click.Choice(model_config.REFINE_DEVICES),
                         more_help="cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "
                                   "(cu12 for a CUDA 12 driver).")(function)

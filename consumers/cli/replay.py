@@ -13,7 +13,7 @@ from ..signals import on_stop_signals
 from ..snapshot_directory import SnapshotDirectory
 from ..sources import open_source
 from .console import BadInput, Console, event_lines, snapshot_heading, topic_table
-from .options import (Command, TimeSkew, device_option, live_service, model_option, model_options, parse_duration,
+from .options import (Command, TimeSkew, refinement_options, live_service, model_option, model_options, parse_duration,
                       serve_options, serve_until_interrupted, source_kwargs, source_options, topic_options,
                       topic_settings)
 
@@ -219,7 +219,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
               help="Pace by timestamps: X seconds of stream per second (60: an hour a minute). "
                    "Default: as fast as possible.")
 @model_options
-@device_option
+@refinement_options
 @topic_options
 @model_option("half_life", click.FloatRange(min=0, min_open=True), metavar="N",
               more_help="Here in documents (--half-life-time: in stream time).")
@@ -246,6 +246,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset, from_time,
            out, snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
+           refine_carry,
            stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
            max_time_skew, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
@@ -306,7 +307,8 @@ def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, 
         forgetting = ({"half_life": half_life_time, "half_life_unit": "stream"} if half_life_time
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup_documents,
-                                    seed=seed, refine_device=refine_device, max_time_skew=max_time_skew, **forgetting,
+                                    seed=seed, refine_device=refine_device, refine_carry=refine_carry,
+                                    max_time_skew=max_time_skew, **forgetting,
                                     **topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df,
                                                      match_threshold, burn_in))
         if snapshot_every is None and snapshot_interval is None:
