@@ -130,7 +130,6 @@ def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinemen
     if candidate is None or due:
         restart = refine_topics(seed, reservoir, config.refine_iterations, smoothing=smoothing,
                                 sweeps=config.refine_sweeps, held_out=held, hold_from=n_topics)
-        restart.source = "restart"
         carried.restarted_at = n_docs
     if candidate is not None:
         shares, order = candidate
