@@ -145,6 +145,17 @@ def test_refreshes_carry_the_shares_and_restarts_challenge_them_on_schedule():
     assert matched_l1(truth, model.snapshot.topic_word) < matched_l1(truth, reference.snapshot.topic_word) + 0.03
 
 
+def test_every_refresh_restarts_while_the_reservoir_fills():
+    _, words, texts = separable_stream(2800, seed=3)
+    model = StreamingTopicModel(6, words, **{**SETTINGS, "reservoir_size": 2000})
+    sources = stream_refreshes(model, texts)  # at 400, 800, ..., 2,800 documents
+    # full at 2,000: the last restart's shares (1,600) are carried on, challenged at 2,000 (1.25 x 1,600)
+    # and 2,800 (1.25 x 2,000), carried alone at 2,400
+    challenged = ["challenge" in s or "over a restart" in s for s in sources]
+    assert sources[:4] == ["restart"] * 4 and challenged[4:] == [True, False, True], sources
+    assert sources[5] == "carried"
+
+
 def test_the_background_keeps_the_recoverys_distribution(monkeypatch):
     _, words, texts = separable_stream(2000, seed=4)
     model = StreamingTopicModel(6, words, **SETTINGS)
