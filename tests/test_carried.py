@@ -145,15 +145,23 @@ def test_refreshes_carry_the_shares_and_restarts_challenge_them_on_schedule():
     assert matched_l1(truth, model.snapshot.topic_word) < matched_l1(truth, reference.snapshot.topic_word) + 0.03
 
 
-def test_every_refresh_restarts_while_the_reservoir_fills():
+def test_until_the_reservoir_is_full_every_refresh_is_the_restart_without_carrying():
     _, words, texts = separable_stream(2800, seed=3)
     model = StreamingTopicModel(6, words, **{**SETTINGS, "reservoir_size": 2000})
-    sources = stream_refreshes(model, texts)  # at 400, 800, ..., 2,800 documents
-    # full at 2,000: the last restart's shares (1,600) are carried on, challenged at 2,000 (1.25 x 1,600)
-    # and 2,800 (1.25 x 2,000), carried alone at 2,400
+    reference = StreamingTopicModel(6, words, **{**SETTINGS, "reservoir_size": 2000, "refine_carry": False})
+    sources, same, holding = [], [], []
+    for start in range(0, len(texts), 400):  # refreshes at 400, 800, ..., 2,800 documents
+        for m in (model, reference):
+            m.learn_many(texts[start:start + 400])
+            m.refresh()
+        sources.append(model.last_refresh["refinement_source"])
+        same.append(model.snapshot.to_json() == reference.snapshot.to_json())
+        holding.append(model.lineage.carried.keys is not None)
+    assert same[:4] == [True] * 4 and holding == [False] * 4 + [True] * 3, (sources, same, holding)
+    # full at 2,000: a restart whose shares are carried on at 2,400 and challenged at 2,800 (1.25 x 2,000)
     challenged = ["challenge" in s or "over a restart" in s for s in sources]
-    assert sources[:4] == ["restart"] * 4 and challenged[4:] == [True, False, True], sources
-    assert sources[5] == "carried"
+    assert sources[:5] == ["restart"] * 5 and sources[5] == "carried" and challenged[6], sources
+    assert not same[5]
 
 
 def test_the_background_keeps_the_recoverys_distribution(monkeypatch):

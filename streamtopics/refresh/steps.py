@@ -92,13 +92,14 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
            n_docs: int) -> tuple[Recovery, Refinement | None]:
     """The refinement step: the recovered topics refined over the ``reservoir`` documents, which
     fit the likelihood of recent text better than the moments alone; without a reservoir the
-    recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU) the refinement continues
-    the state's carried one (:func:`~streamtopics.refresh.carried.refine_carried`), otherwise it
-    starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`)."""
+    recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU) and the reservoir full, the
+    refinement continues the state's carried one (:func:`~streamtopics.refresh.carried.refine_carried`),
+    otherwise it starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`)."""
     if reservoir is None:
         return result, None
     n_columns = config.n_topics + (result.background is not None)
-    if config.refine_carry and config.refine_sweeps > 0 and refinement_device(config.refine_device, n_columns) == "cpu":
+    if (config.refine_carry and config.refine_sweeps > 0 and len(reservoir) >= config.resolved_reservoir_size()
+            and refinement_device(config.refine_device, n_columns) == "cpu"):
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
                               config)
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
