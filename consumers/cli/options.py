@@ -138,8 +138,12 @@ class AutoOr(click.ParamType):
 def model_option(name: str, type=None, old: tuple[str, ...] = (), more_help: str = "", **kwargs):
     """The option of model setting ``name``: spelled as the ModelConfig field (``--n-topics``),
     with ModelConfig's default and help (``more_help`` adds what only the command line needs
-    said); ``old``: spellings still accepted (see :class:`Command`)."""
-    return click.option("--" + name.replace("_", "-"), name, cls=Option, old=old, type=type,
+    said); ``old``: spellings still accepted (see :class:`Command`). A yes/no setting is a switch
+    (``--refine-carry/--no-refine-carry``), so either answer can be given whatever the default."""
+    spelling = "--" + name.replace("_", "-")
+    if isinstance(model_config.default(name), bool):
+        spelling = f"{spelling}/--no-{spelling[2:]}"
+    return click.option(spelling, name, cls=Option, old=old, type=type,
                         default=model_config.default(name), show_default=True,
                         help=" ".join(filter(None, (model_config.doc(name), more_help))), **kwargs)
 
@@ -161,7 +165,7 @@ def model_options(function):
 def refinement_options(function):
     """--refine-device: where each refresh's refinement runs; --refine-carry: whether it keeps its
     work from one refresh to the next."""
-    function = model_option("refine_carry", is_flag=True)(function)
+    function = model_option("refine_carry")(function)
     return model_option("refine_device", click.Choice(model_config.REFINE_DEVICES),
                         more_help="cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "
                                   "(cu12 for a CUDA 12 driver).")(function)
