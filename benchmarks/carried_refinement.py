@@ -1,12 +1,13 @@
-"""The carried refinement (``refine_carry``) against refreshes that refine from the anchor seed.
+"""The carried refinement (``refine_carry``, the default) against refreshes that all restart from the anchor seed.
 
 One Gibbs-truth stream of the quality protocol (tomotopy truths, ``benchmarks.quality``), fed in
-chunks with a refresh after each: per refresh its seconds, the refinement's share, what the
-refinement continued (``restart``, ``carried``, or which won a challenge) and the matched L1 to the
-truth; then the medians of the carried and of the other refreshes, and the refreshes' total.
+chunks with a refresh after each, once with each setting in the same run: per refresh its
+seconds, the refinement's share, what the refinement continued (``restart``, ``carried``, or which
+won a challenge) and the matched L1 to the truth; then per setting the median refresh once the
+reservoir is full, all refreshes' seconds, documents per second end to end, and the final L1.
 
-    python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 50 --carry
-    python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 50          # restarts only
+    python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 40 --documents 70000
+    python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 50 --only carried
 
 The truths are fitted on first use (minutes) and cached in ``.artifacts/quality``.
 """
@@ -25,6 +26,28 @@ from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1
 
 CACHE = Path(__file__).resolve().parents[1] / ".artifacts" / "quality"
+SETTINGS = {"carried": True, "restarts": False}  # name -> refine_carry
+
+
+def run(truth, documents, every: int, carry: bool) -> dict:
+    """Feed ``documents`` in chunks of ``every``, refreshing after each; the rows and totals."""
+    model = StreamingTopicModel(truth.topic_word.shape[1], truth.vocabulary, refine_carry=carry)
+    rows, ingest_s, full = [], 0.0, model.config.resolved_reservoir_size()
+    for start in range(0, documents.shape[0], every):
+        t0 = time.perf_counter()
+        model.learn_many(documents[start:start + every])
+        ingest_s += time.perf_counter() - t0
+        model.refresh()
+        timings = model.last_refresh
+        rows.append({"documents": model.snapshot.documents_seen, "total_s": round(timings["total_s"], 2),
+                     "refine_s": round(timings["refine_s"], 2), "source": timings.get("refinement_source"),
+                     "full": len(model.ingest.reservoir) >= full,
+                     "l1": round(matched_l1(truth.topic_word, model.snapshot.topic_word), 4)})
+        print(json.dumps(rows[-1]), flush=True)
+    refresh_s = sum(r["total_s"] for r in rows)
+    return {"rows": rows, "ingest_s": ingest_s, "refresh_s": refresh_s,
+            "full_median_s": statistics.median([r["total_s"] for r in rows if r["full"]] or [float("nan")]),
+            "documents_per_s": documents.shape[0] / (ingest_s + refresh_s), "l1": rows[-1]["l1"]}
 
 
 def main() -> None:
@@ -34,29 +57,25 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.1, help="Dirichlet of the drawn mixtures")
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=5_000, help="documents between refreshes")
-    parser.add_argument("--carry", action="store_true", help="refine_carry=True")
+    parser.add_argument("--stream-seed", type=int, default=1, help="seed of the drawn stream")
+    parser.add_argument("--only", choices=sorted(SETTINGS), help="run one setting only")
     parser.add_argument("--cache", type=Path, default=CACHE, help="folder of the cached truth fits")
     args = parser.parse_args()
     truth = truths.load(args.corpus, args.topics, cache=args.cache)
-    documents = draw(truth, args.documents, args.alpha)
-    model = StreamingTopicModel(args.topics, truth.vocabulary, refine_carry=args.carry)
-    rows, ingest_s = [], 0.0
-    for start in range(0, args.documents, args.every):
-        t0 = time.perf_counter()
-        model.learn_many(documents[start:start + args.every])
-        ingest_s += time.perf_counter() - t0
-        model.refresh()
-        timings = model.last_refresh
-        rows.append({"documents": model.snapshot.documents_seen, "total_s": round(timings["total_s"], 2),
-                     "refine_s": round(timings["refine_s"], 2), "source": timings.get("refinement_source"),
-                     "l1": round(matched_l1(truth.topic_word, model.snapshot.topic_word), 4)})
-        print(json.dumps(rows[-1]), flush=True)
-    carried = [r["total_s"] for r in rows[1:] if r["source"] == "carried"]
-    others = [r["total_s"] for r in rows[1:] if r["source"] != "carried"]
-    print(f"median refresh: carried {statistics.median(carried) if carried else float('nan'):.2f} s "
-          f"({len(carried)}), others {statistics.median(others) if others else float('nan'):.2f} s ({len(others)}); "
-          f"all refreshes {sum(r['total_s'] for r in rows):.1f} s, ingest {ingest_s:.1f} s; "
-          f"L1 at {rows[-1]['documents']:,} documents {rows[-1]['l1']}")
+    documents = draw(truth, args.documents, args.alpha, seed=args.stream_seed)
+    results = {}
+    for name, carry in SETTINGS.items():
+        if args.only in (None, name):
+            print(f"# {name} (refine_carry={carry})", flush=True)
+            results[name] = run(truth, documents, args.every, carry)
+    for name, r in results.items():
+        print(f"{name}: median refresh once the reservoir is full {r['full_median_s']:.2f} s; all refreshes "
+              f"{r['refresh_s']:.1f} s, ingest {r['ingest_s']:.1f} s, {r['documents_per_s']:,.0f} documents/s end to "
+              f"end; L1 at {r['rows'][-1]['documents']:,} documents {r['l1']}")
+    if len(results) == 2:
+        carried, restarts = results["carried"], results["restarts"]
+        print(f"carried / restarts: median full refresh {carried['full_median_s'] / restarts['full_median_s']:.2f}, "
+              f"all refreshes {carried['refresh_s'] / restarts['refresh_s']:.2f}")
 
 
 if __name__ == "__main__":

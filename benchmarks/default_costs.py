@@ -27,6 +27,7 @@ from streamtopics import StreamingTopicModel
 from streamtopics.synthetic import semi_synthetic, separable_topics
 
 SETTINGS = {"defaults": {},
+            "restarts (refine_carry=False)": {"refine_carry": False},
             "raw anchor rows": {"anchor_rectification": 0},
             "KL-tEM alone": {"refine_sweeps": 0},
             "refinement as before": {"refine_iterations": 10, "reservoir_size": 2000, "refine_smoothing": 0.0,
