@@ -36,6 +36,15 @@ from .text.tokenizer import Tokenizer
 from .text.vocabulary import Vocabulary
 
 
+def _leave_a_core_to_ingest() -> None:
+    """Run in the background refresh's thread: its numba kernels use one thread fewer than
+    numba's pool (at least one), so ingest, going on meanwhile, keeps a core (numba's thread
+    count belongs to the calling thread; BENCHMARKS.md, "Ingest during a background refresh")."""
+    import numba
+
+    numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+
+
 class StreamingTopicModel:
     """An anchor-word topic model whose statistics grow one document at a time.
 
@@ -266,7 +275,8 @@ class StreamingTopicModel:
         prepared = self._prepare_refresh(position, stream_time, frozen=True)
         self._restart_schedule()
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh")
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamtopics-refresh",
+                                                initializer=_leave_a_core_to_ingest)
 
         def run():
             with self._refresh_lock:

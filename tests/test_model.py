@@ -125,6 +125,20 @@ def test_a_refresh_reports_its_steps_and_a_total_that_includes_them(truth):
         assert parts <= steps["total_s"] <= wall
 
 
+def test_a_background_refresh_leaves_ingest_a_core(truth):
+    """The background refresh's kernels run on one numba thread fewer than the caller's (at
+    least one); the caller's thread, which goes on ingesting, keeps them all."""
+    import numba
+
+    m = model()
+    m.learn_many(corpus(truth, 1000, seed=4))
+    everyone = numba.get_num_threads()
+    assert m.refresh_async().result() is m.snapshot
+    in_refresh_thread = m._executor.submit(numba.get_num_threads).result()
+    assert in_refresh_thread == max(1, numba.config.NUMBA_NUM_THREADS - 1)
+    assert numba.get_num_threads() == everyone
+
+
 @pytest.mark.slow
 def test_topic_added_mid_stream_is_a_birth(truth):
     rng = np.random.default_rng(5)
