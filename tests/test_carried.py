@@ -7,7 +7,7 @@ import pytest
 from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1
 from streamtopics.refresh import steps
-from streamtopics.refresh.carried import (CarriedRefinement, _entry_index, _match, document_fingerprints,
+from streamtopics.refresh.carried import (CarriedRefinement, _carried_entries, _match, document_fingerprints,
                                           held_out_mask)
 from streamtopics.refresh.collapsed import CollapsedShares
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
@@ -50,12 +50,16 @@ def test_match_pairs_equal_documents_in_order_duplicates_too():
         assert list(zip(found.tolist(), previous.tolist())) == matched_in_order(*sides)
 
 
-def test_entry_index_and_fingerprints():
+def test_carried_entries_and_fingerprints():
     rng = np.random.default_rng(0)
     batch = random_batch(rng)
+    ids = rng.integers(0, 9, size=(batch.indices.size, 4)).astype(np.int16)
+    weights = rng.random((batch.indices.size, 4)).astype(np.float32)
     documents = np.array([3, 0, 17, 3])
     expected = [e for d in documents for e in range(batch.indptr[d], batch.indptr[d + 1])]
-    assert _entry_index(batch.indptr, documents).tolist() == expected
+    got_ids, got_weights = _carried_entries(batch.indptr, documents, ids, weights)
+    assert np.array_equal(got_ids, ids[expected]) and np.array_equal(got_weights, weights[expected])
+    assert got_ids.dtype == ids.dtype and _carried_entries(batch.indptr, documents[:0], ids, weights)[0].shape == (0, 4)
     prints = document_fingerprints(batch)
     assert np.array_equal(prints, document_fingerprints(batch.select(np.arange(len(batch)))))
     same = [(batch.indices[a:b].tobytes(), batch.counts[a:b].tobytes()) for a, b in zip(batch.indptr, batch.indptr[1:])]
@@ -102,6 +106,25 @@ def test_a_sweep_from_a_document_leaves_the_ones_before_and_keeps_the_counts_sum
     total = sum(batch.counts[e] * np.log(phi[batch.indices[e]] @ theta[d])
                 for d in range(60) for e in range(batch.indptr[d], batch.indptr[d + 1]))
     assert shares.log_likelihood(0.003, 0.01) == pytest.approx(total / batch.counts.sum(), rel=1e-12)
+
+
+def test_relabelled_and_extended_shares_hold_the_counts_summed_afresh():
+    rng = np.random.default_rng(2)
+    batch, more = random_batch(rng, n_docs=50), random_batch(rng, n_docs=20)
+    topics = rng.dirichlet(np.ones(30), size=5).T
+    shares = CollapsedShares.seeded(batch, topics)
+    shares.sweep(0.01, 0.01)
+    column_of = np.array([3, 0, 4, 1, 2])
+    relabelled_ids = column_of[shares.topic_ids].astype(shares.topic_ids.dtype)
+    shares.relabel(column_of)
+    assert np.array_equal(shares.topic_ids, relabelled_ids)
+    new = CollapsedShares.seeded(more, topics)
+    both = shares.extended(new)
+    afresh = CollapsedShares.carried(DocumentBatch.concatenate([batch, more]), both.topic_ids, both.weights, 5, topics)
+    assert np.array_equal(both.topic_ids, np.concatenate([relabelled_ids, new.topic_ids]))
+    assert np.array_equal(both.word_topic, afresh.word_topic)  # each cell's terms in the same order
+    assert np.array_equal(both.doc_topic, afresh.doc_topic)
+    assert np.array_equal(both.batch.indices, np.concatenate([batch.indices, more.indices]))
 
 
 def separable_stream(n, seed=0):

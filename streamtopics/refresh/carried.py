@@ -171,32 +171,26 @@ def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carri
     kept, previous = _match(carried.keys, carried.fingerprints, fit.keys, fingerprints)
     if kept.size < MIN_KEPT * len(fit):
         return None
-    entries = _entry_index(carried.indptr, previous)
-    ids, weights = carried.topic_ids[entries], carried.weights[entries]
-    kept_batch = fit.select(kept)
+    ids, weights = _carried_entries(carried.indptr, previous, carried.topic_ids, carried.weights)
     n_columns = seed.shape[1]
-    carried_topics = CollapsedShares.carried(kept_batch, ids, weights, n_columns, seed).topic_word(smoothing)
+    shares = CollapsedShares.carried(fit.select(kept), ids, weights, n_columns, seed)
+    carried_topics = shares.topic_word(smoothing)
     column_of = _line_up(carried_topics, seed, n_topics)
-    ids = column_of[ids].astype(ids.dtype)
+    shares.relabel(column_of)
     topics = np.empty_like(carried_topics)
     topics[:, column_of] = carried_topics
     far = np.abs(topics - seed).sum(axis=0) > RESEED_L1
     far[n_topics:] = False  # the background only places the new documents' first shares: the sweeps hold it
     topics[:, far] = seed[:, far]
     new = np.setdiff1d(np.arange(len(fit)), kept, assume_unique=True)
-    batches, all_ids, all_weights = [kept_batch], [ids], [weights]
+    n_kept = len(kept)
     if new.size:
-        first = CollapsedShares.seeded(fit.select(new), topics, top=ids.shape[1])
-        batches.append(first.batch)
-        all_ids.append(first.topic_ids.astype(ids.dtype))
-        all_weights.append(first.weights)
-    shares = CollapsedShares.carried(DocumentBatch.concatenate(batches), np.concatenate(all_ids),
-                                     np.concatenate(all_weights), n_columns, seed)
+        shares = shares.extended(CollapsedShares.seeded(fit.select(new), topics, top=ids.shape[1]))
     shares.hold(n_topics, seed)
     for _ in range(OLD_SWEEPS):
         shares.sweep(DOCUMENT_PRIOR, smoothing)
     for _ in range(NEW_SWEEPS - OLD_SWEEPS):
-        shares.sweep(DOCUMENT_PRIOR, smoothing, first=len(kept_batch))
+        shares.sweep(DOCUMENT_PRIOR, smoothing, first=n_kept)
     return shares, np.concatenate([kept, new])
 
 
@@ -234,12 +228,22 @@ def _identities(keys: np.ndarray, prints: np.ndarray) -> np.ndarray:
     return columns.view(np.dtype((np.void, 24))).ravel()
 
 
-def _entry_index(indptr: np.ndarray, documents: np.ndarray) -> np.ndarray:
-    """The entry indices of ``documents`` (in their order), for a batch with ``indptr``."""
-    starts, lengths = indptr[documents], indptr[documents + 1] - indptr[documents]
-    if lengths.sum() == 0:
-        return np.zeros(0, np.int64)
-    return np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+@njit(cache=True, nogil=True)
+def _carried_entries(indptr, documents, topic_ids, weights):
+    """The kept topic ids and weights of the entries of ``documents`` (in their order), of shares
+    whose documents ``indptr`` delimits: one copy per document."""
+    size = 0
+    for d in documents:
+        size += indptr[d + 1] - indptr[d]
+    ids = np.empty((size, topic_ids.shape[1]), topic_ids.dtype)
+    kept = np.empty((size, weights.shape[1]), weights.dtype)
+    at = 0
+    for d in documents:
+        n = indptr[d + 1] - indptr[d]
+        ids[at:at + n] = topic_ids[indptr[d]:indptr[d + 1]]
+        kept[at:at + n] = weights[indptr[d]:indptr[d + 1]]
+        at += n
+    return ids, kept
 
 
 def held_out_mask(keys: np.ndarray) -> np.ndarray:

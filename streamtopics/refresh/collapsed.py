@@ -71,14 +71,16 @@ class CollapsedShares:
     """
 
     def __init__(self, batch: DocumentBatch, topic_ids: np.ndarray, weights: np.ndarray, doc_topic: np.ndarray,
-                 n_words: int, seed_topic_word: np.ndarray):
+                 n_words: int, seed_topic_word: np.ndarray, counted: tuple[np.ndarray, int] | None = None):
+        """``counted``: the topic-word counts of the first entries, and how many, when already summed
+        (:meth:`extended`): the sum goes on from them, in entry order, as summing afresh would."""
         self.batch = batch
         self.topic_ids, self.weights, self.doc_topic = topic_ids, weights, doc_topic
         self.seed_topic_word = seed_topic_word
         self.held_from = doc_topic.shape[1]  # columns from this one on keep the seed's (:meth:`hold`)
-        self.word_topic = np.zeros((n_words, doc_topic.shape[1]))
+        self.word_topic, summed = (np.zeros((n_words, doc_topic.shape[1])), 0) if counted is None else counted
         self._owners: dict[int, np.ndarray] = {}  # by number of threads (:meth:`_word_owners`)
-        self._add_word_topic(slice(None))
+        self._add_word_topic(slice(summed, None))
 
     @classmethod
     def seeded(cls, batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None,
@@ -105,6 +107,25 @@ class CollapsedShares:
         doc_topic = np.zeros((len(batch), n_topics))
         _document_topics(batch.indptr, batch.counts, topic_ids, weights, doc_topic)
         return cls(batch, topic_ids, weights, doc_topic, seed_topic_word.shape[0], seed_topic_word)
+
+    def relabel(self, column_of: np.ndarray) -> None:
+        """Topic k becomes topic ``column_of[k]`` (a permutation): the entries' topic ids, and the
+        columns of the documents' and the words' topic counts, which so hold what summing them
+        afresh under the new ids would (each cell's terms, in the same order)."""
+        _relabel(self.topic_ids, column_of.astype(self.topic_ids.dtype))
+        inverse = np.argsort(column_of)
+        self.doc_topic = np.ascontiguousarray(self.doc_topic[:, inverse])
+        self.word_topic = np.ascontiguousarray(self.word_topic[:, inverse])
+
+    def extended(self, other: "CollapsedShares") -> "CollapsedShares":
+        """These documents' shares followed by ``other``'s (over the same topics), with this one's
+        seed: the documents' topic counts of both, the topic-word counts going on from these with
+        ``other``'s entries, in order (so equal to summing all afresh, at the cost of ``other``'s)."""
+        batch = DocumentBatch.concatenate([self.batch, other.batch])
+        ids = np.concatenate([self.topic_ids, other.topic_ids.astype(self.topic_ids.dtype)])
+        return CollapsedShares(batch, ids, np.concatenate([self.weights, other.weights]),
+                               np.concatenate([self.doc_topic, other.doc_topic]), self.word_topic.shape[0],
+                               self.seed_topic_word, counted=(self.word_topic.copy(), self.topic_ids.shape[0]))
 
     def hold(self, first: int, columns: np.ndarray) -> None:
         """Hold columns ``first`` onwards at those of ``columns`` (V x the columns): their phi is
@@ -310,6 +331,15 @@ def _log_likelihood(indptr, indices, counts, topic_word, gamma):
             total += counts[p] * np.log(max(mix, LOG_FLOOR))
             tokens += counts[p]
     return total, tokens
+
+
+@njit(cache=True, nogil=True)
+def _relabel(ids, new_id):
+    """``ids <- new_id[ids]``, in place (one pass; fancy indexing made int64 temporaries 8 bytes per
+    kept topic per entry)."""
+    flat = ids.reshape(-1)
+    for i in range(flat.size):
+        flat[i] = new_id[flat[i]]
 
 
 @njit(cache=True, nogil=True, parallel=True)
