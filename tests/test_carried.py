@@ -57,9 +57,10 @@ def test_carried_entries_and_fingerprints():
     weights = rng.random((batch.indices.size, 4)).astype(np.float32)
     documents = np.array([3, 0, 17, 3])
     expected = [e for d in documents for e in range(batch.indptr[d], batch.indptr[d + 1])]
-    got_ids, got_weights = _carried_entries(batch.indptr, documents, ids, weights)
-    assert np.array_equal(got_ids, ids[expected]) and np.array_equal(got_weights, weights[expected])
-    assert got_ids.dtype == ids.dtype and _carried_entries(batch.indptr, documents[:0], ids, weights)[0].shape == (0, 4)
+    got_ids, got_weights = _carried_entries(batch.indptr, documents, ids, weights, len(expected) + 5)
+    assert got_ids.shape == (len(expected) + 5, 4) and got_ids.dtype == ids.dtype
+    assert np.array_equal(got_ids[:len(expected)], ids[expected])
+    assert np.array_equal(got_weights[:len(expected)], weights[expected])
     prints = document_fingerprints(batch)
     assert np.array_equal(prints, document_fingerprints(batch.select(np.arange(len(batch)))))
     same = [(batch.indices[a:b].tobytes(), batch.counts[a:b].tobytes()) for a, b in zip(batch.indptr, batch.indptr[1:])]
@@ -108,23 +109,28 @@ def test_a_sweep_from_a_document_leaves_the_ones_before_and_keeps_the_counts_sum
     assert shares.log_likelihood(0.003, 0.01) == pytest.approx(total / batch.counts.sum(), rel=1e-12)
 
 
-def test_relabelled_and_extended_shares_hold_the_counts_summed_afresh():
+def test_relabelled_kept_shares_and_placed_new_ones_hold_the_counts_summed_afresh():
     rng = np.random.default_rng(2)
     batch, more = random_batch(rng, n_docs=50), random_batch(rng, n_docs=20)
     topics = rng.dirichlet(np.ones(30), size=5).T
-    shares = CollapsedShares.seeded(batch, topics)
-    shares.sweep(0.01, 0.01)
+    kept = CollapsedShares.seeded(batch, topics)
+    kept.sweep(0.01, 0.01)
     column_of = np.array([3, 0, 4, 1, 2])
-    relabelled_ids = column_of[shares.topic_ids].astype(shares.topic_ids.dtype)
+    both = DocumentBatch.concatenate([batch, more])
+    ids = np.full((both.indices.size, kept.topic_ids.shape[1]), -1, kept.topic_ids.dtype)
+    weights = np.zeros((both.indices.size, kept.topic_ids.shape[1]), np.float32)
+    ids[:batch.indices.size], weights[:batch.indices.size] = kept.topic_ids, kept.weights
+    shares = CollapsedShares.carried(both, ids, weights, 5, topics, placed=50)
     shares.relabel(column_of)
-    assert np.array_equal(shares.topic_ids, relabelled_ids)
-    new = CollapsedShares.seeded(more, topics)
-    both = shares.extended(new)
-    afresh = CollapsedShares.carried(DocumentBatch.concatenate([batch, more]), both.topic_ids, both.weights, 5, topics)
-    assert np.array_equal(both.topic_ids, np.concatenate([relabelled_ids, new.topic_ids]))
-    assert np.array_equal(both.word_topic, afresh.word_topic)  # each cell's terms in the same order
-    assert np.array_equal(both.doc_topic, afresh.doc_topic)
-    assert np.array_equal(both.batch.indices, np.concatenate([batch.indices, more.indices]))
+    assert np.array_equal(shares.topic_ids[:batch.indices.size], column_of[kept.topic_ids])
+    assert (shares.topic_ids[batch.indices.size:] == -1).all()  # not placed yet: not relabelled
+    shares.place_rest(topics)
+    alone = CollapsedShares.seeded(more, topics)
+    assert np.array_equal(shares.topic_ids[batch.indices.size:], alone.topic_ids)
+    assert np.array_equal(shares.weights[batch.indices.size:], alone.weights)
+    afresh = CollapsedShares.carried(both, shares.topic_ids, shares.weights, 5, topics)
+    assert np.array_equal(shares.word_topic, afresh.word_topic)  # each cell's terms in the same order
+    assert np.array_equal(shares.doc_topic, afresh.doc_topic)
 
 
 def separable_stream(n, seed=0):

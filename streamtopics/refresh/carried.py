@@ -171,9 +171,10 @@ def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carri
     kept, previous = _match(carried.keys, carried.fingerprints, fit.keys, fingerprints)
     if kept.size < MIN_KEPT * len(fit):
         return None
-    ids, weights = _carried_entries(carried.indptr, previous, carried.topic_ids, carried.weights)
-    n_columns = seed.shape[1]
-    shares = CollapsedShares.carried(fit.select(kept), ids, weights, n_columns, seed)
+    order = np.concatenate([kept, np.setdiff1d(np.arange(len(fit)), kept, assume_unique=True)])
+    batch = fit.select(order)
+    ids, weights = _carried_entries(carried.indptr, previous, carried.topic_ids, carried.weights, batch.indices.size)
+    shares = CollapsedShares.carried(batch, ids, weights, seed.shape[1], seed, placed=len(kept))
     carried_topics = shares.topic_word(smoothing)
     column_of = _line_up(carried_topics, seed, n_topics)
     shares.relabel(column_of)
@@ -182,16 +183,13 @@ def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carri
     far = np.abs(topics - seed).sum(axis=0) > RESEED_L1
     far[n_topics:] = False  # the background only places the new documents' first shares: the sweeps hold it
     topics[:, far] = seed[:, far]
-    new = np.setdiff1d(np.arange(len(fit)), kept, assume_unique=True)
-    n_kept = len(kept)
-    if new.size:
-        shares = shares.extended(CollapsedShares.seeded(fit.select(new), topics, top=ids.shape[1]))
+    shares.place_rest(topics)
     shares.hold(n_topics, seed)
     for _ in range(OLD_SWEEPS):
         shares.sweep(DOCUMENT_PRIOR, smoothing)
     for _ in range(NEW_SWEEPS - OLD_SWEEPS):
-        shares.sweep(DOCUMENT_PRIOR, smoothing, first=n_kept)
-    return shares, np.concatenate([kept, new])
+        shares.sweep(DOCUMENT_PRIOR, smoothing, first=len(kept))
+    return shares, order
 
 
 def _line_up(carried_topics: np.ndarray, seed: np.ndarray, n_topics: int) -> np.ndarray:
@@ -229,12 +227,10 @@ def _identities(keys: np.ndarray, prints: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _carried_entries(indptr, documents, topic_ids, weights):
-    """The kept topic ids and weights of the entries of ``documents`` (in their order), of shares
-    whose documents ``indptr`` delimits: one copy per document."""
-    size = 0
-    for d in documents:
-        size += indptr[d + 1] - indptr[d]
+def _carried_entries(indptr, documents, topic_ids, weights, size):
+    """Rows for ``size`` entries, the first holding the kept topic ids and weights of the entries
+    of ``documents`` (in their order) of shares whose documents ``indptr`` delimits, one copy per
+    document; the rest left for the new documents' shares."""
     ids = np.empty((size, topic_ids.shape[1]), topic_ids.dtype)
     kept = np.empty((size, weights.shape[1]), weights.dtype)
     at = 0

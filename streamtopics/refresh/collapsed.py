@@ -71,16 +71,17 @@ class CollapsedShares:
     """
 
     def __init__(self, batch: DocumentBatch, topic_ids: np.ndarray, weights: np.ndarray, doc_topic: np.ndarray,
-                 n_words: int, seed_topic_word: np.ndarray, counted: tuple[np.ndarray, int] | None = None):
-        """``counted``: the topic-word counts of the first entries, and how many, when already summed
-        (:meth:`extended`): the sum goes on from them, in entry order, as summing afresh would."""
+                 n_words: int, seed_topic_word: np.ndarray, placed: int | None = None):
+        """``placed``: how many of the batch's first documents hold shares (all by default; the
+        others' rows of ``topic_ids`` and ``weights`` are still to be filled by :meth:`place_rest`)."""
         self.batch = batch
         self.topic_ids, self.weights, self.doc_topic = topic_ids, weights, doc_topic
         self.seed_topic_word = seed_topic_word
         self.held_from = doc_topic.shape[1]  # columns from this one on keep the seed's (:meth:`hold`)
-        self.word_topic, summed = (np.zeros((n_words, doc_topic.shape[1])), 0) if counted is None else counted
+        self.placed = len(batch) if placed is None else placed
+        self.word_topic = np.zeros((n_words, doc_topic.shape[1]))
         self._owners: dict[int, np.ndarray] = {}  # by number of threads (:meth:`_word_owners`)
-        self._add_word_topic(slice(summed, None))
+        self._add_word_topic(slice(0, batch.indptr[self.placed]))
 
     @classmethod
     def seeded(cls, batch: DocumentBatch, topic_word: np.ndarray, mixtures: np.ndarray | None = None,
@@ -88,44 +89,50 @@ class CollapsedShares:
         """Shares from the seed topics: each entry split over the topics by ``A_wk theta_dk``, with
         theta the documents' ``mixtures`` (None: fitted to the seed by :data:`SEED_UPDATES` updates;
         the refinement passes KL-tEM's, which saves that fit)."""
-        topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
         n_topics = topic_word.shape[1]
         top = min(top, n_topics)
-        if mixtures is None:
-            mixtures = infer_mixtures(batch, topic_word, None, max_iter=SEED_UPDATES, tol=1e-5, single=True)
         ids = np.empty((batch.indices.size, top), np.int16 if n_topics < 2**15 else np.int32)
         weights = np.empty((batch.indices.size, top), np.float32)
-        doc_topic = np.zeros((len(batch), n_topics))
-        _seed_shares(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, ids, weights, doc_topic)
-        return cls(batch, ids, weights, doc_topic, topic_word.shape[0], topic_word)
+        shares = cls(batch, ids, weights, np.zeros((len(batch), n_topics)), topic_word.shape[0],
+                     np.ascontiguousarray(topic_word, dtype=np.float64), placed=0)
+        shares.place_rest(topic_word, mixtures)
+        return shares
 
     @classmethod
     def carried(cls, batch: DocumentBatch, topic_ids: np.ndarray, weights: np.ndarray, n_topics: int,
-                seed_topic_word: np.ndarray) -> "CollapsedShares":
+                seed_topic_word: np.ndarray, placed: int | None = None) -> "CollapsedShares":
         """Shares kept from an earlier refresh (:mod:`~streamtopics.refresh.carried`): the documents'
-        topic counts are summed afresh from them, in entry order, so a resumed run has the same."""
+        topic counts are summed afresh from them, in entry order, so a resumed run has the same.
+        ``placed``: only the first documents' shares are kept ones (``topic_ids`` and ``weights``
+        have rows for every entry); :meth:`place_rest` places the others'."""
+        placed = len(batch) if placed is None else placed
         doc_topic = np.zeros((len(batch), n_topics))
-        _document_topics(batch.indptr, batch.counts, topic_ids, weights, doc_topic)
-        return cls(batch, topic_ids, weights, doc_topic, seed_topic_word.shape[0], seed_topic_word)
+        _document_topics(batch.indptr[:placed + 1], batch.counts, topic_ids, weights, doc_topic)
+        return cls(batch, topic_ids, weights, doc_topic, seed_topic_word.shape[0], seed_topic_word, placed)
+
+    def place_rest(self, topic_word: np.ndarray, mixtures: np.ndarray | None = None) -> None:
+        """The first shares of the documents that hold none yet, from ``topic_word`` as
+        :meth:`seeded` places them (``mixtures``: theirs, one row each), added to the counts in
+        entry order (the same sums as adding them with the others afresh)."""
+        topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
+        batch, first = self.batch, self.placed
+        lo = batch.indptr[first]
+        rest = DocumentBatch(batch.indptr[first:] - lo, batch.indices[lo:], batch.counts[lo:], batch.keys[first:])
+        if mixtures is None:
+            mixtures = infer_mixtures(rest, topic_word, None, max_iter=SEED_UPDATES, tol=1e-5, single=True)
+        _seed_shares(batch.indptr[first:], batch.indices, batch.counts, topic_word, mixtures, self.topic_ids,
+                     self.weights, self.doc_topic[first:])
+        self.placed = len(batch)
+        self._add_word_topic(slice(lo, None))
 
     def relabel(self, column_of: np.ndarray) -> None:
-        """Topic k becomes topic ``column_of[k]`` (a permutation): the entries' topic ids, and the
-        columns of the documents' and the words' topic counts, which so hold what summing them
-        afresh under the new ids would (each cell's terms, in the same order)."""
-        _relabel(self.topic_ids, column_of.astype(self.topic_ids.dtype))
+        """Topic k becomes topic ``column_of[k]`` (a permutation) in the shares placed: the entries'
+        topic ids, and the columns of the documents' and the words' topic counts, which so hold what
+        summing them afresh under the new ids would (each cell's terms, in the same order)."""
+        _relabel(self.topic_ids[:self.batch.indptr[self.placed]], column_of.astype(self.topic_ids.dtype))
         inverse = np.argsort(column_of)
         self.doc_topic = np.ascontiguousarray(self.doc_topic[:, inverse])
         self.word_topic = np.ascontiguousarray(self.word_topic[:, inverse])
-
-    def extended(self, other: "CollapsedShares") -> "CollapsedShares":
-        """These documents' shares followed by ``other``'s (over the same topics), with this one's
-        seed: the documents' topic counts of both, the topic-word counts going on from these with
-        ``other``'s entries, in order (so equal to summing all afresh, at the cost of ``other``'s)."""
-        batch = DocumentBatch.concatenate([self.batch, other.batch])
-        ids = np.concatenate([self.topic_ids, other.topic_ids.astype(self.topic_ids.dtype)])
-        return CollapsedShares(batch, ids, np.concatenate([self.weights, other.weights]),
-                               np.concatenate([self.doc_topic, other.doc_topic]), self.word_topic.shape[0],
-                               self.seed_topic_word, counted=(self.word_topic.copy(), self.topic_ids.shape[0]))
 
     def hold(self, first: int, columns: np.ndarray) -> None:
         """Hold columns ``first`` onwards at those of ``columns`` (V x the columns): their phi is
