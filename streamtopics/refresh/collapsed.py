@@ -161,24 +161,28 @@ class CollapsedShares:
     def sweep(self, document_prior: float, smoothing: float, blocks: int = SWEEP_BLOCKS, first: int = 0) -> None:
         """One CVB0 sweep over the entries of documents ``first`` onwards (all by default),
         ``blocks`` blocks of documents in turn, each against the topic-word counts its
-        predecessors left."""
+        predecessors left. A sweep over all documents then sums the counts afresh (no rounding
+        carried from sweep to sweep); one over the last documents only (a carried refresh's new
+        ones) moves them by its last block's changes too, since summing every entry afresh cost
+        as much as its own updates."""
         batch = self.batch
         if first >= len(batch):
             return
         edges = np.linspace(first, len(batch), min(blocks, len(batch) - first) + 1).astype(np.int64)
         phi = np.empty_like(self.word_topic)
-        for first, end in zip(edges[:-1], edges[1:]):
-            lo, hi = batch.indptr[first], batch.indptr[end]
-            moved = end < len(batch)  # the last block's changes go into the sum below instead
+        for start, end in zip(edges[:-1], edges[1:]):
+            lo, hi = batch.indptr[start], batch.indptr[end]
+            moved = end < len(batch) or first > 0  # a whole sweep's last block goes into the sum below instead
             if moved:
                 ids_before, weights_before = self.topic_ids[lo:hi].copy(), self.weights[lo:hi].copy()
             _topic_word(self.word_topic, float(smoothing), self.seed_topic_word, self.held_from, phi)
-            _sweep(batch.indptr[first:end + 1], batch.indices, batch.counts, phi,
-                   float(document_prior), self.topic_ids, self.weights, self.doc_topic[first:end])
+            _sweep(batch.indptr[start:end + 1], batch.indices, batch.counts, phi,
+                   float(document_prior), self.topic_ids, self.weights, self.doc_topic[start:end])
             if moved:
                 self._add_word_topic(slice(lo, hi), before=(ids_before, weights_before))
-        self.word_topic[:] = 0.0  # summed afresh: no rounding carried from sweep to sweep
-        self._add_word_topic(slice(None))
+        if first == 0:
+            self.word_topic[:] = 0.0
+            self._add_word_topic(slice(None))
 
     def _add_word_topic(self, entries: slice, before: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``n_wk += c_e s_e,k`` over the ``entries``; with ``before`` (their ids and weights
