@@ -60,9 +60,8 @@ over the lease from another starts again from the seed).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from scipy.optimize import linear_sum_assignment
-from scipy.spatial.distance import cdist
 
 from ..text.documents import DocumentBatch
 from .collapsed import CollapsedShares
@@ -127,9 +126,10 @@ def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinemen
     seed = recovery_columns(recovery)
     smoothing = config.refine_smoothing
     held = held_out_mask(reservoir.keys)
-    fit = reservoir.select(np.flatnonzero(~held))
-    fingerprints = document_fingerprints(fit)
-    candidate = _carry(seed, fit, fingerprints, carried, n_topics, smoothing) if carried.holds(seed.shape[1]) else None
+    fit = np.flatnonzero(~held)
+    fingerprints = document_fingerprints(reservoir)[fit]
+    candidate = (_carry(seed, reservoir, fit, fingerprints, carried, n_topics, smoothing)
+                 if carried.holds(seed.shape[1]) else None)
     restart = None
     if candidate is None or challenge_due(carried, n_docs):
         restart = refine_topics(seed, reservoir, config.refine_iterations, smoothing=smoothing,
@@ -163,16 +163,17 @@ def challenge_due(carried: CarriedRefinement, n_docs: int) -> bool:
     return n_docs >= CHALLENGE_GROWTH * carried.restarted_at
 
 
-def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carried: CarriedRefinement,
-           n_topics: int, smoothing: float) -> tuple[CollapsedShares, np.ndarray] | None:
-    """The carried candidate: shares over the fitted documents (those carried first, then the
-    new ones) after this refresh's sweeps, and the fitted documents' order in them; None when
-    the carried state holds too few of them (:data:`MIN_KEPT`)."""
-    kept, previous = _match(carried.keys, carried.fingerprints, fit.keys, fingerprints)
-    if kept.size < MIN_KEPT * len(fit):
+def _carry(seed: np.ndarray, reservoir: DocumentBatch, fit: np.ndarray, fingerprints: np.ndarray,
+           carried: CarriedRefinement, n_topics: int, smoothing: float) -> tuple[CollapsedShares, np.ndarray] | None:
+    """The carried candidate: shares over the fitted documents (the reservoir's documents ``fit``,
+    with content ``fingerprints``: those carried first, then the new ones) after this refresh's
+    sweeps, and the fitted documents' order in them; None when the carried state holds too few
+    of them (:data:`MIN_KEPT`)."""
+    kept, previous = _match(carried.keys, carried.fingerprints, reservoir.keys[fit], fingerprints)
+    if kept.size < MIN_KEPT * fit.size:
         return None
-    order = np.concatenate([kept, np.setdiff1d(np.arange(len(fit)), kept, assume_unique=True)])
-    batch = fit.select(order)
+    order = np.concatenate([kept, np.setdiff1d(np.arange(fit.size), kept, assume_unique=True)])
+    batch = reservoir.select(fit[order])
     ids, weights = _carried_entries(carried.indptr, previous, carried.topic_ids, carried.weights, batch.indices.size)
     shares = CollapsedShares.carried(batch, ids, weights, seed.shape[1], seed, placed=len(kept))
     carried_topics = shares.topic_word(smoothing)
@@ -195,11 +196,26 @@ def _carry(seed: np.ndarray, fit: DocumentBatch, fingerprints: np.ndarray, carri
 def _line_up(carried_topics: np.ndarray, seed: np.ndarray, n_topics: int) -> np.ndarray:
     """The seed column each carried column takes: topics matched to the seed's topics by least
     total L1 (Hungarian), the background (a column past ``n_topics``) staying in place."""
-    distance = cdist(carried_topics[:, :n_topics].T, seed[:, :n_topics].T, "cityblock")
+    distance = _column_l1(np.ascontiguousarray(carried_topics[:, :n_topics].T),
+                          np.ascontiguousarray(seed[:, :n_topics].T))
     rows, columns = linear_sum_assignment(distance)
     column_of = np.arange(seed.shape[1])
     column_of[rows] = columns
     return column_of
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=True)
+def _column_l1(a, b):
+    """``out[i, j] = sum_w |a[i, w] - b[j, w]|`` (topics as rows): vectorised, rows in parallel
+    (scipy's cdist took 0.7 s at K = 100, V = 15,000)."""
+    out = np.empty((a.shape[0], b.shape[0]))
+    for i in prange(a.shape[0]):
+        for j in range(b.shape[0]):
+            total = 0.0
+            for w in range(a.shape[1]):
+                total += abs(a[i, w] - b[j, w])
+            out[i, j] = total
+    return out
 
 
 def _match(previous_keys, previous_prints, keys, prints) -> tuple[np.ndarray, np.ndarray]:

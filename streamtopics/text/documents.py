@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from .rejection import Rejection
 from .tokenizer import Tokenizer
@@ -108,12 +109,8 @@ class DocumentBatch:
     def select(self, rows: np.ndarray) -> "DocumentBatch":
         """The sub-batch of the given document positions, in that order."""
         rows = np.asarray(rows, np.int64)
-        starts = self.indptr[rows]
-        sizes = self.indptr[rows + 1] - starts
-        indptr = np.zeros(len(rows) + 1, np.int64)
-        np.cumsum(sizes, out=indptr[1:])
-        take = np.repeat(starts - indptr[:-1], sizes) + np.arange(indptr[-1])  # entry positions, no loop
-        return DocumentBatch(indptr, self.indices[take], self.counts[take], self.keys[rows])
+        indptr, indices, counts = _select_rows(self.indptr, self.indices, self.counts, rows)
+        return DocumentBatch(indptr, indices, counts, self.keys[rows])
 
     @classmethod
     def concatenate(cls, batches: list["DocumentBatch"]) -> "DocumentBatch":
@@ -270,3 +267,19 @@ def validate_indexed(ids: np.ndarray, counts: np.ndarray, n_words: int) -> Rejec
     if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts > MAX_COUNT):
         return Rejection("invalid_count", f"counts must be finite, non-negative and at most {MAX_COUNT:g}")
     return None
+
+
+@njit(cache=True, nogil=True)
+def _select_rows(indptr, indices, counts, rows):
+    """:meth:`DocumentBatch.select`'s arrays: the entries of documents ``rows``, in that order, one
+    copy per document (gathering through an array of entry positions took 2-5 times as long)."""
+    out_ptr = np.zeros(rows.size + 1, np.int64)
+    for i in range(rows.size):
+        out_ptr[i + 1] = out_ptr[i] + indptr[rows[i] + 1] - indptr[rows[i]]
+    out_indices = np.empty(out_ptr[-1], indices.dtype)
+    out_counts = np.empty(out_ptr[-1], counts.dtype)
+    for i in range(rows.size):
+        start, at, end = indptr[rows[i]], out_ptr[i], out_ptr[i + 1]
+        out_indices[at:end] = indices[start:start + end - at]
+        out_counts[at:end] = counts[start:start + end - at]
+    return out_ptr, out_indices, out_counts
