@@ -54,6 +54,10 @@ class TopicSnapshot:
     coherence: np.ndarray | None = None
     representatives: dict[int, list[dict]] | None = None
     forming: bool = False  # the stream's first topics still form (the burn-in): events wait
+    tentative: list[int] = field(default_factory=list)  # this snapshot's topics within their birth grace: not yet
+    # announced as born (they are, if they last), so the topics listed are those announced plus these
+    missing: list[int] = field(default_factory=list)  # announced topics absent here, within their death grace: an
+    # id that stays away past it is announced dead, one that comes back makes no event
     # each ranking :meth:`top_words` computed, by relevance weight (None: probability): K x n word
     # ids; a refresh asks for the same ranking for labels, events and history (0.25 s a time at V = 100,000)
     _rankings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -133,7 +137,7 @@ class TopicSnapshot:
         """A JSON-ready dict. With ``top_n`` only each topic's top words are kept (for APIs and
         message buses); without it the full matrix is included and :meth:`from_dict` restores
         the snapshot exactly."""
-        topics = []
+        topics, tentative = [], set(self.tentative)
         top = self.top_words(top_n) if top_n else None
         for k, topic in enumerate(self.topic_ids):
             entry = {
@@ -144,6 +148,7 @@ class TopicSnapshot:
                 "label": self.labels[k],
                 "coherence": None if self.coherence is None else float(self.coherence[k]),
                 "representatives": None if self.representatives is None else self.representatives.get(topic, []),
+                "tentative": topic in tentative,
             }
             if top is not None:
                 entry["top_words"] = [[w, p] for w, p in top[topic]]
@@ -158,6 +163,7 @@ class TopicSnapshot:
             "n_topics": self.n_topics,
             "forming": self.forming,
             "events": self.events,
+            "missing": self.missing,
             "topics": topics,
         }
         if self.background is not None:
@@ -197,6 +203,8 @@ class TopicSnapshot:
             representatives=(None if any(t.get("representatives") is None for t in topics)
                              else {t["id"]: t["representatives"] for t in topics}),
             forming=bool(data.get("forming", False)),
+            tentative=[t["id"] for t in topics if t.get("tentative")],
+            missing=list(data.get("missing", [])),
         )
 
     @classmethod

@@ -139,6 +139,11 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
         counts = {t: sum(e["type"] == t for e in snapshot.events) for t in EVENT_TYPES}
         parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()
                                if n or t != "return"))  # returns are rare: named when there are some
+        # with these the events add up: the topics listed are the ones announced plus the tentative
+        if snapshot.tentative:
+            parts.append(f"tentative (born if they last) {', '.join(map(str, snapshot.tentative))}")
+        if snapshot.missing:
+            parts.append(f"missing (dead if they stay away) {', '.join(map(str, snapshot.missing))}")
     if path is not None:
         parts.append(str(path))
     return " | ".join(parts)

@@ -49,6 +49,7 @@ def _topic_entry(snapshot: TopicSnapshot, top: dict, k: int, top_n: int, pairs: 
     return {
         "id": topic, "anchor": snapshot.anchors[k], "prevalence": float(snapshot.prevalence[k]),
         "alpha": float(snapshot.alpha[k]), "label": extras["label"], "coherence": extras["coherence"],
+        "tentative": topic in snapshot.tentative,
         "top_words": ([[w, round(p, 6)] for w, p in words] if pairs
                       else [{"word": w, "probability": round(p, 6)} for w, p in words]),
     }
@@ -106,7 +107,7 @@ def create_app(source: TopicSource, token: str | None = None, *, title: str = "s
             "version": snapshot.version, "documents_seen": snapshot.documents_seen,
             "position": snapshot.position, "stream_time": snapshot.stream_time,
             "n_topics": snapshot.n_topics, "vocabulary_size": len(snapshot.vocabulary),
-            "events": snapshot.events, "forming": snapshot.forming,
+            "events": snapshot.events, "forming": snapshot.forming, "missing": snapshot.missing,
             "topics": [_topic_entry(snapshot, top, k, top_n, True, src.extras(t))
                        for k, t in enumerate(snapshot.topic_ids)],
         })

@@ -172,7 +172,19 @@ class RefreshState:
         self.snapshot = snapshot
         snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment), snapshot))
         snapshot.forming = self.burn_in_left is not None
+        if not snapshot.forming:
+            snapshot.tentative, snapshot.missing = self._unsettled(snapshot)
         return snapshot
+
+    def _unsettled(self, snapshot: TopicSnapshot) -> tuple[list[int], list[int]]:
+        """The snapshot's topics within their birth grace, and the announced topics absent within
+        their death grace: with them the events add up (every topic listed was announced as born,
+        or is tentative; every announced one absent is missing, or was announced dead). Minor
+        topics (``min_prevalence``) make no events and are neither."""
+        tentative = [t for t in snapshot.topic_ids if t in self.unannounced]
+        missing = [t for t in self.missing if t not in self.unannounced
+                   and (self.config.min_prevalence == 0 or t in self.significant)]
+        return tentative, sorted(missing)
 
     def _labelled(self, events: list[dict], snapshot: TopicSnapshot) -> list[dict]:
         """The events with their topic's label: its label in ``snapshot``, or for a topic that
@@ -345,6 +357,7 @@ def _snapshot_meta(snapshot: TopicSnapshot) -> dict:
         "prevalence": snapshot.prevalence.tolist(), "alpha": snapshot.alpha.tolist(),
         "events": snapshot.events, "position": snapshot.position, "stream_time": snapshot.stream_time,
         "background_share": snapshot.background_share, "labels": snapshot.labels,
+        "forming": snapshot.forming, "tentative": snapshot.tentative, "missing": snapshot.missing,
         "coherence": None if snapshot.coherence is None else snapshot.coherence.tolist(),
         "representatives": snapshot.representatives,
     }
