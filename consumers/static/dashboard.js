@@ -220,7 +220,9 @@
         el("div", { class: "card-head" },
           el("span", { class: "card-id", text: "#" + t.id }),
           el("span", { class: "card-anchor", title: "anchor word", text: t.anchor }),
-          el("span", { class: "muted", text: "rank " + (rank + 1) })),
+          el("span", { class: "muted", text: "rank " + (rank + 1) }),
+          t.tentative ? el("span", { class: "muted", title: "within its birth grace: announced as born if it lasts",
+                                     text: "tentative" }) : null),
         t.label ? el("div", { class: "card-label", title: "label", text: t.label }) : null,
         el("div", { class: "card-row" },
           el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%" }),
@@ -314,7 +316,10 @@
       items.push(el("li", { class: "empty", text: why }));
     }
     $("events").replaceChildren(...items);
-    setText("events-count", events.length ? events.length + " latest" : "");
+    // announced topics absent now: dead if they stay away past the grace (so the events add up)
+    const missing = (snap.missing || []).map((t) => "#" + t).join(", ");
+    setText("events-count", [events.length ? events.length + " latest" : "", missing ? "missing " + missing : ""]
+      .filter(Boolean).join(" · "));
   }
 
   // --- a topic's detail (/api/topics/{id}): opened from its card, kept up to date while open
