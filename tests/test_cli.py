@@ -259,6 +259,16 @@ def test_events_across_snapshots(run_dir):
     assert all(e["label"] == "_".join(e["words"][:2]) for e in events[:3])
 
 
+def test_events_of_a_run_that_ended_inside_the_burn_in_say_so_and_show_its_topics(tmp_path_factory):
+    out, _ = replayed(tmp_path_factory, "forming", "--snapshot-every", "80", "--burn-in", "10")
+    result = cli("events", out)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all("topics forming" in line for line in lines if line.startswith("snapshot"))
+    start = lines.index("the run ended inside the burn-in (its topics still formed): no events yet; its 3 topics:")
+    assert lines[start + 1].split()[:3] == ["id", "share", "label"] and len(lines) == start + 5
+
+
 def test_infer_from_stdin_and_from_an_archive(run_dir, tmp_path):
     out, _ = run_dir
     result = cli("infer", "--model", out, "--top", "1",

@@ -81,7 +81,11 @@ def topics(path, words, as_json):
               help="Only these events (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 def events(path, types, as_json):
-    """Print topic births, deaths, returns and changes across the snapshots of a run directory."""
+    """Print topic births, deaths, returns and changes across the snapshots of a run directory.
+
+    A run that ended inside the burn-in has no events yet: it says so and lists the topics it has.
+    """
+    snapshot = None
     for file in _snapshot_files(path):
         snapshot = _load_snapshot(file)
         chosen = [e for e in snapshot.events if not types or e["type"] in types]
@@ -94,3 +98,8 @@ def events(path, types, as_json):
         click.echo(snapshot_heading(snapshot))
         for line in event_lines(snapshot):
             click.echo(line)
+    if snapshot is not None and snapshot.forming and not as_json:
+        click.echo(f"the run ended inside the burn-in (its topics still formed): no events yet; its "
+                   f"{snapshot.n_topics} topics:")
+        for row in topic_table(snapshot, 8):
+            click.echo(row)
