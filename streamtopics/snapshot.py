@@ -12,7 +12,9 @@ from .refresh.labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
 EVENT_TYPES = ("birth", "death", "return", "change")  # what ``TopicSnapshot.events`` may say
-RANKED_WORDS = 10  # top_words ranks at least this many words at once: labels ask for 3, events for 10
+ANCHOR_SHOWN_WORDS = 20  # an anchor is shown with its topic only when among this many of its most relevant words
+RANKED_WORDS = ANCHOR_SHOWN_WORDS  # top_words ranks at least this many words at once (labels ask for 3, events
+# for 10, the anchor shown for 20): one ranking per snapshot
 
 
 @dataclass
@@ -85,6 +87,15 @@ class TopicSnapshot:
             return self.topic_ids.index(topic_id)
         except ValueError:
             raise KeyError(f"no topic with id {topic_id} in snapshot {self.version}") from None
+
+    def shown_anchors(self) -> dict[int, str | None]:
+        """By topic id, the anchor to show with the topic: its anchor word when that is among its
+        :data:`ANCHOR_SHOWN_WORDS` most relevant words (:data:`DISPLAY_RELEVANCE`), else None. The
+        anchor seeds a topic; after the refinement it can end far down the topic's words (20
+        Newsgroups: space anchored on "part"), where showing it names the topic wrongly."""
+        top = self.top_words(ANCHOR_SHOWN_WORDS, DISPLAY_RELEVANCE)
+        return {topic: anchor if any(w == anchor for w, _ in top[topic]) else None
+                for topic, anchor in zip(self.topic_ids, self.anchors)}
 
     def mixture_components(self) -> tuple[np.ndarray, np.ndarray]:
         """The columns a document is a mixture of and their prior weights: the topics, plus the

@@ -235,7 +235,8 @@ def test_dashboard_renders_topics_and_follows_new_snapshots(tmp_path):
                 detail = httpx.get(handle.url + f"api/topics/{topic}?top_n=20").json()
                 assert page.locator("#detail-words .dword-text").all_inner_texts() == [
                     w["word"] for w in detail["top_words"]]
-                assert page.inner_text("#detail-title") == f"Topic #{topic} · {detail['anchor']}"
+                assert page.inner_text("#detail-title") == f"Topic #{topic}" + (
+                    f" · {detail['anchor_shown']}" if detail["anchor_shown"] else "")
                 assert f"snapshot v{final}" in page.inner_text("#detail-sub")
                 assert page.locator("#detail-chart path.series").count() == 1
                 # label and representative documents where the library gives them (absent: not shown)

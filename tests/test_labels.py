@@ -283,6 +283,18 @@ def test_a_state_saved_before_labels_and_excerpts_loads(model_and_texts, tmp_pat
     assert again.coherence is not None and again.representatives is not None
 
 
+def test_an_anchor_is_shown_only_among_its_topics_words():
+    words = [f"w{i}" for i in range(60)]
+    topic_word = np.full((60, 2), 1e-4)
+    topic_word[:30, 0] = np.linspace(2, 1, 30)  # topic 0: words 0-29, its anchor w0 the most probable
+    topic_word[30:, 1] = np.linspace(2, 1, 30)  # topic 1: words 30-59; its anchor w5 is not one of them
+    topic_word /= topic_word.sum(axis=0)
+    snapshot = TopicSnapshot(1, 100, words, topic_word, ["w0", "w5"], [3, 8], np.array([0.5, 0.5]), np.ones(2))
+    assert snapshot.shown_anchors() == {3: "w0", 8: None}
+    rows = {int(row.split()[0]): row.split() for row in topic_table(snapshot, 4)[1:]}
+    assert rows[3][3] == "w0" and rows[8][3] == "-"
+
+
 def test_console_table_and_event_lines_show_labels(model_and_texts):
     model, _ = model_and_texts
     snapshot = model.snapshot

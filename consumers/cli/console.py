@@ -90,16 +90,18 @@ def _format_time(seconds: float | None) -> str:
 
 def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
     """Topics as aligned text rows, most prevalent first: id, share (of the stream's tokens, the
-    topic's prevalence), label, anchor, top words."""
+    topic's prevalence), label, anchor (``-`` when it is not among the topic's words,
+    :meth:`~streamtopics.snapshot.TopicSnapshot.shown_anchors`), top words."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     order = sorted(range(snapshot.n_topics), key=lambda k: (-snapshot.prevalence[k], snapshot.topic_ids[k]))
-    anchor_width = max([len("anchor")] + [len(a) for a in snapshot.anchors])
+    shown = {t: anchor or "-" for t, anchor in snapshot.shown_anchors().items()}
+    anchor_width = max([len("anchor")] + [len(a) for a in shown.values()])
     label_width = max([len("label")] + [len(label) for label in snapshot.labels])
     rows = [f"{'id':>4}  {'share':>6}  {'label':<{label_width}}  {'anchor':<{anchor_width}}  top words"]
     for k in order:
         topic = snapshot.topic_ids[k]
         rows.append(f"{topic:>4}  {snapshot.prevalence[k]:>6.1%}  {snapshot.labels[k]:<{label_width}}  "
-                    f"{snapshot.anchors[k]:<{anchor_width}}  " + " ".join(w for w, _ in top[topic]))
+                    f"{shown[topic]:<{anchor_width}}  " + " ".join(w for w, _ in top[topic]))
     return rows
 
 

@@ -49,7 +49,7 @@ def _topic_entry(snapshot: TopicSnapshot, top: dict, k: int, top_n: int, pairs: 
     return {
         "id": topic, "anchor": snapshot.anchors[k], "prevalence": float(snapshot.prevalence[k]),
         "alpha": float(snapshot.alpha[k]), "label": extras["label"], "coherence": extras["coherence"],
-        "tentative": topic in snapshot.tentative,
+        "anchor_shown": snapshot.shown_anchors()[topic], "tentative": topic in snapshot.tentative,
         "top_words": ([[w, round(p, 6)] for w, p in words] if pairs
                       else [{"word": w, "probability": round(p, 6)} for w, p in words]),
     }

@@ -91,6 +91,8 @@ def openapi_schema(with_token: bool = False) -> dict:
                 "topics": {"type": "array", "items": {"type": "object", "properties": {
                     "id": {"type": "integer"}, "anchor": {"type": "string"}, "prevalence": {"type": "number"},
                     "alpha": {"type": "number"}, "label": label, "coherence": coherence,
+                    "anchor_shown": {"type": "string", "nullable": True,
+                                     "description": "the anchor when among the topic's 20 most relevant words, else null"},
                     "tentative": {"type": "boolean",
                                   "description": "within its birth grace: announced as born if it lasts"},
                     "top_words": {"type": "array", "description": "[word, probability] pairs",
@@ -99,6 +101,8 @@ def openapi_schema(with_token: bool = False) -> dict:
                 "id": {"type": "integer"}, "version": {"type": "integer"}, "anchor": {"type": "string"},
                 "prevalence": {"type": "number"}, "alpha": {"type": "number"}, "rank": {"type": "integer"},
                 "label": label, "coherence": coherence,
+                "anchor_shown": {"type": "string", "nullable": True,
+                                 "description": "the anchor when among the topic's 20 most relevant words, else null"},
                 "tentative": {"type": "boolean", "description": "within its birth grace: announced as born if it lasts"},
                 "representatives": {"type": "array", "items": document,
                                     "description": "a few documents typical of the topic (empty in older runs)"},

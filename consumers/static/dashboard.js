@@ -49,7 +49,7 @@
       colours.set(id, c);
     }
   }
-  const topicName = (t) => "#" + t.id + " " + (t.label || t.anchor);
+  const topicName = (t) => "#" + t.id + " " + (t.label || t.anchor_shown || "");
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -219,7 +219,7 @@
                                    "aria-label": "open topic " + t.id },
         el("div", { class: "card-head" },
           el("span", { class: "card-id", text: "#" + t.id }),
-          el("span", { class: "card-anchor", title: "anchor word", text: t.anchor }),
+          t.anchor_shown ? el("span", { class: "card-anchor", title: "anchor word", text: t.anchor_shown }) : null,
           el("span", { class: "muted", text: "rank " + (rank + 1) }),
           t.tentative ? el("span", { class: "muted", title: "within its birth grace: announced as born if it lasts",
                                      text: "tentative" }) : null),
@@ -302,7 +302,7 @@
   }
 
   function renderEvents(events, snap) {
-    const names = new Map(snap.topics.map((t) => [t.id, t.label || t.anchor]));
+    const names = new Map(snap.topics.map((t) => [t.id, t.label || t.anchor_shown || ""]));
     const items = [...events].reverse().map((e) => {
       const { title, lines } = describeEvent(e, names);
       return el("li", { class: "ev ev-" + e.type },
@@ -358,7 +358,7 @@
       box.dataset.topic = String(id);
       return;
     }
-    setText("detail-title", "Topic #" + t.id + " · " + t.anchor);
+    setText("detail-title", "Topic #" + t.id + (t.anchor_shown ? " · " + t.anchor_shown : ""));
     setText("detail-sub", `${(t.prevalence * 100).toFixed(1)}% of the stream · rank ${t.rank}`
       + (t.coherence != null ? ` · coherence (NPMI) ${t.coherence.toFixed(3)}` : "") + ` · snapshot v${t.version}`);
     setText("detail-label", t.label ? "label: " + t.label : "");
@@ -385,7 +385,7 @@
         ? el("div", { class: "ev-meta", text: [d.key != null ? "key " + d.key : null,
                                                d.score != null ? "score " + d.score.toFixed(3) : null].filter(Boolean).join(" · ") })
         : null)));
-    const names = new Map([[t.id, t.label || t.anchor]]);
+    const names = new Map([[t.id, t.label || t.anchor_shown || ""]]);
     $("detail-events").replaceChildren(...[...t.events].reverse().slice(0, 12).map((e) => {
       const { title, lines } = describeEvent(e, names);
       return el("li", { class: "dev" }, el("div", { class: "ev-title", text: title }),
