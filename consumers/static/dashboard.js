@@ -225,7 +225,9 @@
                                      text: "tentative" }) : null),
         t.label ? el("div", { class: "card-label", title: "label", text: t.label }) : null,
         el("div", { class: "card-row" },
-          el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%" }),
+          el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%",
+                       title: "prevalence: its part of the tokens the topics explain, by the moment recovery " +
+                              "(not the mean of documents' inferred mixtures)" }),
           t.coherence != null ? el("span", { class: "card-coherence", title: "coherence (NPMI, -1..1)",
                                              text: "NPMI " + t.coherence.toFixed(2) }) : null,
           sparkline(trend, c)),
