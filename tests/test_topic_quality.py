@@ -205,7 +205,7 @@ def test_a_snapshot_ranks_its_words_once_per_weight(monkeypatch):
             for k, topic in enumerate(snapshot.topic_ids):
                 expected = [f"w{i}" for i in np.argsort(-score[:, k], kind="stable")[:n]]
                 assert [w for w, _ in words[topic]] == expected, (weight, n, topic)
-    assert calls == [0.6] * 3 + [0.3] * 3  # 3 (ranks RANKED_WORDS = 10), then 20 and 80 (all 60) words
+    assert calls == [0.6] * 2 + [0.3] * 2  # 3 (ranks RANKED_WORDS = 20), then 80 (all 60) words
 
 
 # ------------------------------------------------------------------------------- identities
