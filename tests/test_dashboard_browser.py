@@ -316,7 +316,17 @@ def test_dashboard_over_a_finished_replay_shows_its_figures_labels_and_documents
                 ever = {t for h in httpx.get(handle.url + "api/history?limit=1000").json()["versions"]
                         for t in h["prevalence"]}
                 legend = page.locator("#legend .legend-item").all_inner_texts()
-                assert len(legend) == 11 and legend[-1] == f"other · {len(ever) - 10} topics"
+                gone = len(ever) - len(extras)  # the live topics summed are counted, the gone ones named apart
+                assert len(legend) == 11 and legend[-1] == (f"other · {len(extras) - 10} topics"
+                                                            + (f" (and {gone} gone)" if gone else ""))
+                # the named lines set the axis: the sum of the others, larger than any, does not squeeze them
+                named = {t for t in page.locator("#legend .legend-item").evaluate_all(
+                    "items => items.map(i => i.dataset.topic)") if t != "other"}
+                versions = httpx.get(handle.url + "api/history?limit=1000").json()["versions"]
+                largest = max(p for h in versions for t, p in h["prevalence"].items() if t in named)
+                summed = max(sum(p for t, p in h["prevalence"].items() if t not in named) for h in versions)
+                top_tick = page.locator("#prevalence-chart text.tick").nth(4).text_content()
+                assert summed > largest and abs(int(top_tick.rstrip("%")) - largest * 108) <= 1
 
                 labels = dict(zip(page.locator(".topic-card").evaluate_all("cs => cs.map(c => c.dataset.topic)"),
                                   page.locator(".topic-card .card-label").all_inner_texts()))

@@ -142,16 +142,17 @@
     for (const [k, v] of rows) body.append(el("tr", {}, el("td", { text: k }), el("td", { class: "num", text: fmt.format(v) })));
   }
 
-  // --- a small SVG line chart: series = [{values: [[x, y]...], color, faint, title, area}]
+  // --- a small SVG line chart: series = [{values: [[x, y]...], color, faint, title, area, unscaled}]; an
+  // ``unscaled`` series does not set the y axis: drawn above it, it runs along the top edge
   function lineChart(container, series, opt) {
     const W = opt.width || 800, H = opt.height || 260, L = opt.left || 38, R = 10, T = 8, B = opt.xTicks === false ? 8 : 22;
     let xs = [], ys = [0];
-    for (const s of series) for (const [x, y] of s.values) { xs.push(x); ys.push(y); }
+    for (const s of series) for (const [x, y] of s.values) { xs.push(x); if (!s.unscaled) ys.push(y); }
     const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
     if (!xs.length) { container.replaceChildren(root); return; }
     const x0 = Math.min(...xs), x1 = Math.max(...xs) || 1, y1 = Math.max(...ys) * 1.08 || 1;
     const sx = (x) => L + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - L - R);
-    const sy = (y) => T + (1 - y / y1) * (H - T - B);
+    const sy = (y) => T + (1 - Math.min(y, y1) / y1) * (H - T - B);
     for (let i = 0; i <= 4; i++) {
       const v = (y1 / 4) * i, y = sy(v);
       root.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: y, y2: y }));
@@ -247,7 +248,9 @@
     const useTime = history.length > 0 && history.every((h) => h.stream_time != null);
     const xOf = (h) => (useTime ? h.stream_time : h.documents_seen);
     // the SHOWN_LINES most prevalent live topics get a line each; every other topic (smaller or
-    // dead) is summed into one "other" line, so the legend names every line drawn
+    // dead) is summed into one "other" line, so the legend names every line drawn. The named lines
+    // set the axis (the sum, often half the stream, would squeeze them to its bottom), and the
+    // legend counts the live topics summed, naming the gone ones apart
     const ranked = [...snap.topics].sort((a, b) => b.prevalence - a.prevalence);
     const shown = ranked.slice(0, SHOWN_LINES);
     const shownIds = new Set(shown.map((t) => t.id));
@@ -257,8 +260,10 @@
     }));
     const others = new Set(history.flatMap((h) => Object.keys(h.prevalence).map(Number)).filter((id) => !shownIds.has(id)));
     if (others.size) {
+      const live = snap.topics.filter((t) => !shownIds.has(t.id)).length, gone = others.size - live;
       series.unshift({
-        id: "other", color: OTHER_COLOUR, faint: true, title: `other · ${others.size} topics`,
+        id: "other", color: OTHER_COLOUR, faint: true, unscaled: true,
+        title: `other · ${live} topics` + (gone > 0 ? ` (and ${gone} gone)` : ""),
         values: history.map((h) => [xOf(h), Object.entries(h.prevalence)
           .filter(([id]) => !shownIds.has(Number(id))).reduce((sum, [, p]) => sum + p, 0)]),
       });
