@@ -55,12 +55,12 @@ def topic_colours(topics) -> dict:
 
 
 def _prevalence_series(files: list[Path]):
-    points = []  # (documents_seen, stream_time, {id: prevalence}, {id: anchor})
+    points = []  # (documents_seen, stream_time, {id: prevalence}, {id: label, or the anchor in older snapshots})
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))
         topics = data["topics"]
         points.append((data["documents_seen"], data.get("stream_time"),
-                       {t["id"]: t["prevalence"] for t in topics}, {t["id"]: t["anchor"] for t in topics}))
+                       {t["id"]: t["prevalence"] for t in topics}, {t["id"]: t.get("label") or t["anchor"] for t in topics}))
     return points
 
 
@@ -80,9 +80,9 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
     use_time = all(p[1] is not None for p in points)
     xs = [datetime.fromtimestamp(p[1], tz=timezone.utc) if use_time else p[0] for p in points]
     ids = sorted({t for p in points for t in p[2]})
-    last_anchor = {}
+    last_name = {}
     for p in points:
-        last_anchor.update(p[3])
+        last_name.update(p[3])
     final = points[-1][2]
     ranked = sorted(final, key=lambda t: -final[t])[:LABELLED]
     colours = topic_colours(sorted(ranked))
@@ -91,20 +91,25 @@ def plot_prevalence(files: list[Path], out_path: Path, title: str | None = None)
     fig, ax = plt.subplots(figsize=(10, 5.2), layout="constrained")
     for topic in ranked:
         ax.plot(xs, [p[2].get(topic, math.nan) for p in points], color=colours[topic], linewidth=1.8,
-                marker=marker, markersize=3, zorder=3, label=f"#{topic} {last_anchor[topic]}")
+                marker=marker, markersize=3, zorder=3, label=f"#{topic} {last_name[topic]}")
     if others:
+        # the live topics summed are counted, the gone ones named apart
+        live, gone = len(final) - len(ranked), len(others) - (len(final) - len(ranked))
         ax.plot(xs, other_prevalence(points, colours), color=OTHER, linewidth=0.9, marker=marker, markersize=3,
-                zorder=2, label=f"other: {len(others)} topic{'s' if len(others) > 1 else ''}")
+                zorder=2, label=f"other: {live} topic{'s' if live != 1 else ''}" + (f" (and {gone} gone)" if gone else ""))
     ax.set_ylabel("prevalence")
     ax.set_xlabel("stream time (UTC)" if use_time else "documents seen")
     ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
-    ax.set_ylim(bottom=0)
+    # the named lines set the axis: the summed others, often half the stream, would squeeze them (their
+    # line runs off the top, as on the dashboard)
+    named = [v for topic in ranked for p in points if not math.isnan(v := p[2].get(topic, math.nan))]
+    ax.set_ylim(0, max(named, default=0.0) * 1.08 or None)
     ax.grid(True, alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(title or f"Topic prevalence over {len(points)} snapshots", loc="left")
     if ids:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9,
-                  title="topic (anchor)" + (f", top {LABELLED}" if others else ""))
+                  title="topic (label)" + (f", top {LABELLED}" if others else ""))
     if use_time:
         fig.autofmt_xdate()
     _save(fig, out_path, 120)
@@ -132,7 +137,7 @@ def plot_top_words(file: Path, out_path: Path, top_n: int = 10, max_topics: int 
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelsize=7)
         ax.spines[["top", "right"]].set_visible(False)
-        ax.set_title(f"#{topic} {snapshot.anchors[k]}  ({snapshot.prevalence[k]:.1%})", fontsize=10, loc="left")
+        ax.set_title(f"#{topic} {snapshot.labels[k]}  ({snapshot.prevalence[k]:.1%})", fontsize=10, loc="left")
     fig.suptitle(title or f"Top {top_n} words per topic, snapshot {snapshot.version} "
                           f"({snapshot.documents_seen:,} documents)", x=0.01, ha="left")
     _save(fig, out_path, 110)

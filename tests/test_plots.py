@@ -85,7 +85,8 @@ def test_no_two_topics_share_a_colour_and_the_legend_covers_every_line(tmp_path)
     text = plot_snapshots(run, tmp_path / "prevalence.svg").read_text()
     named = re.findall(r">#(\d+) ", text)
     assert len(named) == LABELLED
-    assert f"other: {len(ever) - LABELLED} topics" in text
+    gone = len(ever) - n_topics
+    assert f"other: {n_topics - LABELLED} topics" + (f" (and {gone} gone)" if gone else "") in text
     strong = set(re.findall(r"stroke: (#[0-9a-f]{6}); stroke-width: 1\.8", text))
     assert len(strong) == LABELLED  # one colour per labelled topic (each drawn twice: line and legend)
     assert text.count(f"stroke: {to_hex(OTHER)}; stroke-width: 0.9") == 2  # one "other" line, and its legend
