@@ -17,6 +17,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import numba
 import numpy as np
 
 from .config import ModelConfig, current_spelling, doc
@@ -40,8 +41,6 @@ def _leave_a_core_to_ingest() -> None:
     """Run in the background refresh's thread: its numba kernels use one thread fewer than
     numba's pool (at least one), so ingest, going on meanwhile, keeps a core (numba's thread
     count belongs to the calling thread; BENCHMARKS.md, "Ingest during a background refresh")."""
-    import numba
-
     numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
 
 
