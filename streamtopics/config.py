@@ -60,7 +60,7 @@ class ModelConfig:
     anchor_min_df: int | str = _setting(
         "auto", "Documents a candidate anchor word must occur in ('auto' or a number).")
     max_anchor_candidates: int | str | None = _setting(
-        "auto", "At most this many (most frequent) candidate anchors; 'auto': max(1000, 20 per topic).")
+        "auto", "At most this many (most frequent) candidate anchors; 'auto': max(1000, 20 per topic), or twice that where the sums fit the deeper set's anchors better.")
     projection_dim: int | None = _setting(1000, "Candidate rows are projected to this many dimensions (None: never).")
     anchor_cleanup: bool = _setting(True, "Run FastAnchorWords' re-selection pass over the greedy anchors.")
     anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .alignment import MissingTopic, align_topics
+from .candidate_depth import CandidateDepth
 from .carried import CarriedRefinement
 from ..config import ModelConfig
 from .labels import LABEL_WORDS, SEPARATOR
@@ -33,13 +34,15 @@ DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (
 @dataclass
 class Lineage:
     """The latest snapshot, its warm-start coefficients (V x K, plus the background's column), the
-    id the next new topic gets and the carried refinement (None: the next refines from the seed):
-    enough for a refresh elsewhere to continue the ids and the refinement."""
+    id the next new topic gets, the carried refinement (None: the next refines from the seed) and
+    the anchor candidates' depth (None: chosen afresh): enough for a refresh elsewhere to continue
+    the ids, the refinement and the anchor search."""
 
     snapshot: TopicSnapshot | None
     coefficients: np.ndarray | None
     next_topic_id: int
     carried: CarriedRefinement | None = None
+    candidate_depth: CandidateDepth | None = None
 
 
 class RefreshState:
@@ -57,10 +60,11 @@ class RefreshState:
         self.burn_in_left: int | None = None  # refreshes of burn-in left (None: over, or not started)
         self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
         self.carried = CarriedRefinement()  # the refinement's state (refresh/carried.py)
+        self.candidate_depth = CandidateDepth()  # how deep the anchor search looks (refresh/candidate_depth.py)
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
-        return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried)
+        return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried, self.candidate_depth)
 
     def adopt(self, lineage: Lineage) -> None:
         """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
@@ -69,6 +73,7 @@ class RefreshState:
         self.snapshot, self.coefficients, self.next_topic_id = (
             lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
         self.carried = lineage.carried if lineage.carried is not None else CarriedRefinement()
+        self.candidate_depth = lineage.candidate_depth if lineage.candidate_depth is not None else CandidateDepth()
 
     def forget_word(self, slot: int) -> None:
         """A vocabulary slot now holds another word: its warm start becomes uniform and the
@@ -80,7 +85,8 @@ class RefreshState:
                 kept.column[slot] = 0.0
 
     def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
-        """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory and the carried refinement.
+        """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory, the carried refinement
+        and the anchor candidates' depth.
         The snapshot's own words are kept only when they are no longer a prefix of
         ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
         arrays, snapshot = {}, self.snapshot
@@ -107,6 +113,7 @@ class RefreshState:
             "labels": [[t, label] for t, label in self.labels.items()],
             "snapshot_vocabulary": list(snapshot.vocabulary) if relabelled else None,
             "carried": carried_meta,
+            "candidate_depth": self.candidate_depth.state(),
         }
         return arrays, meta
 
@@ -125,6 +132,8 @@ class RefreshState:
         self.carried = CarriedRefinement()
         self.carried.load_state_dict({k[len("carried."):]: v for k, v in arrays.items() if k.startswith("carried.")},
                                      meta.get("carried"))
+        self.candidate_depth = CandidateDepth()
+        self.candidate_depth.load_state(meta.get("candidate_depth"))
         if meta["snapshot"] is not None:
             topic_word = arrays["snapshot.topic_word"]
             words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]

@@ -58,19 +58,28 @@ def read_statistics(view, config) -> StatisticsLimits:
 
 
 def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocabulary,
-                   replaced_slots: set[int]) -> np.ndarray:
+                   replaced_slots: set[int], n_docs: int) -> np.ndarray:
     """The anchors step: K anchor word ids by ``anchor_method``
     (:func:`~streamtopics.refresh.anchor_selection.select_anchors`; ``tracker`` for the tracker-based
     methods). With ``anchor_stickiness`` the previous snapshot's anchors still in the vocabulary
-    are kept unless a word is clearly farther out, so topics keep their anchors and ids."""
+    are kept unless a word is clearly farther out, so topics keep their anchors and ids. With the
+    default candidate cap, FastAnchorWords' candidates reach deeper into the frequency ranking
+    where the sums say the deeper set's anchors fit better
+    (:class:`~streamtopics.refresh.candidate_depth.CandidateDepth`; ``n_docs``, the documents seen,
+    times that choice)."""
     previous = None
     if state.snapshot is not None and config.anchor_stickiness is not None:
         previous = [i for i in (vocabulary.index.get(w) for w in state.snapshot.anchors)
                     if i is not None and i not in replaced_slots]
-    return select_anchors(view, config.n_topics, limits.min_df, config.candidate_limit(), config.projection_dim,
-                          config.anchor_cleanup, config.seed, method=config.anchor_method, tracker=tracker,
-                          min_support=config.rp_min_support, max_df=limits.ceiling, previous=previous,
-                          stickiness=config.anchor_stickiness or 0.0, rectify=config.anchor_rectification)
+
+    def search(cap):
+        return select_anchors(view, config.n_topics, limits.min_df, cap, config.projection_dim,
+                              config.anchor_cleanup, config.seed, method=config.anchor_method, tracker=tracker,
+                              min_support=config.rp_min_support, max_df=limits.ceiling, previous=previous,
+                              stickiness=config.anchor_stickiness or 0.0, rectify=config.anchor_rectification)
+
+    chooses = config.max_anchor_candidates == "auto" and config.anchor_method == "fastanchors"
+    return state.candidate_depth.anchors(view, search, config.candidate_limit(), chooses, n_docs, limits.min_df)
 
 
 def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
@@ -129,7 +138,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     config = state.config
     t0 = time.perf_counter()
     limits = read_statistics(view, config)
-    anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots)
+    anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots, n_docs)
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
     t_refine = time.perf_counter()
