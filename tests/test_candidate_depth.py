@@ -6,8 +6,8 @@ import numpy as np
 from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1
 from streamtopics.refresh import anchors as anchors_module
-from streamtopics.refresh.candidate_depth import (REDECIDE_GROWTH, WIDER, CandidateDepth, most_frequent_words,
-                                                  recovery_residual)
+from streamtopics.refresh.candidate_depth import REDECIDE_GROWTH, WIDER, CandidateDepth, recovery_residual
+from streamtopics.refresh.separability import most_frequent_words
 from streamtopics.statistics.cooccurrence import DenseCooccurrence
 from streamtopics.synthetic import (dirichlet_topic_covariance, population_cooccurrence, semi_synthetic,
                                     separable_topics)

@@ -222,13 +222,13 @@ def test_counts_matter():
 
 
 def test_unused_topics_weigh_exactly_zero():
-    """The inference only drives an unused topic's weight towards 0 (below 1e-100 here); under its
+    """The inference only drives an unused topic's weight towards 0 (below 1e-15 here); under its
     tolerance the weight is 0, the key stays, and the mixture still sums to 1 (issue 48 item 9)."""
     pd = pytest.importorskip("pandas")
     model = fitted()
     docs = [x for x, _ in text_stream(30, seed=7)]
     raw = model.model.infer(docs)
-    assert 0 < raw.min() < 1e-100  # what transform_one returned before
+    assert ((raw > 0) & (raw < 1e-15)).any()  # what transform_one returned before
     mixtures = [model.transform_one(x) for x in docs]
     names = [f"topic_{t}" for t in sorted(model.snapshot.topic_ids)]
     weights = np.array([[m[name] for name in names] for m in mixtures])

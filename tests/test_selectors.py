@@ -159,10 +159,14 @@ def test_swimmer_at_dings_size(swimmer):
     # out from their noise by SIGNAL_Z standard errors, and rp and hybrid anchor all 16 limbs
     # (measured 16/16 on seeds 0-9 for rp, 16 on 9 of 10 seeds for hybrid, 14 on the other;
     # before, 9-11 and 6-10: `python -m benchmarks.swimmer`). fastanchors recovers 14 (it
-    # searches the rectified candidates' block; the trackers' rule does not touch it).
+    # searches the rectified candidates' block; the trackers' rule does not touch it), 13 since the
+    # refinement is skipped where the anchors fit the sums to within their noise (the swimmer measures
+    # 1.16-1.45 of refresh/separability.py's ratio): the topics recovered are closer to the limb topics
+    # (L1 0.92 against 1.02 refined, seeds 0-2) and score higher on held-out pixels, but the refined
+    # ones' ten top pixels lie on one more limb.
     assert swimmer["rp", 256] >= 15
     assert swimmer["hybrid", 256] >= 15
-    assert swimmer["fastanchors", 256] == 14  # for the record
+    assert swimmer["fastanchors", 256] == 13  # for the record
 
 
 @pytest.mark.parametrize("method", ["rp", "hybrid"])

@@ -26,12 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from .l2_recovery import recover_l2
+from .separability import ROWS_AT_ONCE, most_frequent_words, squared_residuals
 from .statistics_view import normalised_rows
 
 WIDER = 2  # the wider candidate set reaches this many times deeper into the frequency ranking than the cap
 RESIDUAL_WORDS = 1000  # the residual is measured over this many of the most frequent words
 REDECIDE_GROWTH = 2.0  # the choice is made again once the documents seen have grown this much since the last
-ROWS_AT_ONCE = 256  # Qbar rows gathered at once for the residual (at V = 100,000: 200 MB)
 
 
 class CandidateDepth:
@@ -73,26 +73,14 @@ class CandidateDepth:
             self.widened, self.decided_at = bool(state["widened"]), int(state["decided_at"])
 
 
-def most_frequent_words(view, count: int) -> np.ndarray:
-    """Ids of the ``count`` words of highest document frequency that have mass (ties by id), ascending."""
-    frequency = np.asarray(view.document_frequency, dtype=np.float64)
-    ids = np.flatnonzero(np.asarray(view.word_mass) > 0)
-    order = np.lexsort((ids, -frequency[ids]))
-    return np.sort(ids[order[:count]])
-
-
 def recovery_residual(view, anchors: np.ndarray, words: np.ndarray, tol: float = 1e-5, max_iter: int = 500) -> float:
     """RecoverL2's mass-weighted mean squared residual over ``words``: ``sum_i p_i ||Qbar_i - C_i
     Qbar_S||^2 / sum_i p_i``, C_i the simplex weights solved from the anchors' rows ``Qbar_S``."""
     anchor_rows = normalised_rows(view, np.asarray(anchors, dtype=np.int64))
     products = np.empty((words.size, anchor_rows.shape[0]))
-    norms = np.empty(words.size)
     for s in range(0, words.size, ROWS_AT_ONCE):
-        rows = normalised_rows(view, words[s:s + ROWS_AT_ONCE])
-        products[s:s + rows.shape[0]] = rows @ anchor_rows.T
-        norms[s:s + rows.shape[0]] = np.einsum("ij,ij->i", rows, rows)
+        products[s:s + ROWS_AT_ONCE] = normalised_rows(view, words[s:s + ROWS_AT_ONCE]) @ anchor_rows.T
     weights, _ = recover_l2(anchor_rows, products, None, tol, max_iter, rows=np.arange(words.size))
-    gram = anchor_rows @ anchor_rows.T
-    squared = norms - 2.0 * np.einsum("ik,ik->i", weights, products) + np.einsum("ik,kl,il->i", weights, gram, weights)
+    squared, _ = squared_residuals(view, words, weights, products, anchor_rows)
     mass = np.asarray(view.word_mass, dtype=np.float64)[words]
-    return float(np.maximum(squared, 0.0) @ mass / max(mass.sum(), 1e-300))
+    return float(squared @ mass / max(mass.sum(), 1e-300))

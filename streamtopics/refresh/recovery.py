@@ -18,6 +18,7 @@ import numpy as np
 
 from .kl_recovery import recover_kl
 from .l2_recovery import recover_l2
+from .separability import fit_to_noise
 from .statistics_view import normalised_rows
 
 # The background's cost per unit of coefficient, in units of the mean squared anchor-row norm:
@@ -48,6 +49,7 @@ class Recovery:
     timings: dict = field(default_factory=dict)
     background: np.ndarray | None = None  # V, the common-word distribution (with ``background=True``)
     background_share: float = 0.0  # the share of all tokens it explains
+    fit_to_noise: float | None = None  # the frequent words' residual over their sampling noise (separability.py)
 
 
 def anchor_group_rows(view, groups) -> np.ndarray:
@@ -63,7 +65,8 @@ def anchor_group_rows(view, groups) -> np.ndarray:
 
 def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, method: str = "l2",
                    tol: float = 1e-5, max_iter: int = 500, block_rows: int = 1024,
-                   anchor_groups=None, background: bool = False, background_words=None) -> Recovery:
+                   anchor_groups=None, background: bool = False, background_words=None,
+                   fit_words: np.ndarray | None = None) -> Recovery:
     """RecoverL2 or RecoverKL from the given anchors (K word ids), warm-started from ``start`` if
     given. ``anchor_groups`` (K arrays of word ids, e.g. the ``rp`` selector's clusters) replaces
     each anchor's row by its group's averaged row (:func:`anchor_group_rows`, Ding et al. 4.3);
@@ -76,7 +79,9 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     leading every topic; on LDA-generated streams it takes next to nothing (commit c65a363's
     message). ``start`` then has K+1 columns, as the returned coefficients do. The words of the
     boolean mask ``background_words`` (e.g. those in most documents) are given wholly to the
-    background: they take no part in any topic."""
+    background: they take no part in any topic. With ``fit_words`` (RecoverL2 only) the recovery
+    also measures how far those words' rows lie from the anchors' hull in units of their sampling
+    noise (:func:`~streamtopics.refresh.separability.fit_to_noise`, ``Recovery.fit_to_noise``)."""
     timings = {}
     t0 = time.perf_counter()
     mass = view.word_mass
@@ -104,6 +109,7 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
         products = np.asarray(view.matmul(np.ascontiguousarray(anchor_rows.T), single=SINGLE_PRODUCTS),
                               dtype=np.float64)
         products /= safe_mass[:, None]
+        fit_products = None if fit_words is None else products[fit_words]  # before the background's penalty
         if background:
             topic_rows = anchor_rows[:-1]
             unit = float(np.einsum("ij,ij->", topic_rows, topic_rows)) / max(topic_rows.shape[0], 1)
@@ -138,6 +144,9 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     if background and background_words is not None:
         coefficients[background_words] = 0.0
         coefficients[background_words, k] = 1.0
+    fit = None
+    if fit_words is not None and method == "l2":
+        fit = fit_to_noise(view, fit_words, coefficients[fit_words], fit_products, anchor_rows)
     topics = topics_from_coefficients(coefficients[:, :k], word_probability)
     common, share = None, 0.0
     if background:
@@ -151,7 +160,7 @@ def recover_topics(view, anchors: np.ndarray, start: np.ndarray | None = None, m
     alpha = dirichlet_alpha(topics.prevalence, covariance)
     timings["recovery"] = time.perf_counter() - t0
     return Recovery(np.asarray(anchors), coefficients, topics.topic_word, topics.prevalence, covariance,
-                    alpha, iterations, timings, common, share)
+                    alpha, iterations, timings, common, share, fit)
 
 
 @dataclass

@@ -31,7 +31,8 @@ from .anchor_selection import select_anchors
 from .carried import refine_carried
 from .describe import representative_documents, topic_coherence
 from .recovery import Recovery, recover_topics
-from .refinement import Refinement, refine_recovery
+from .refinement import Refinement, recovery_columns, refine_recovery
+from .separability import FIT_WORDS, SEPARABLE_FIT, measurable, most_frequent_words
 from .device import refinement_device
 from .warm_start import warm_start_point
 
@@ -92,8 +93,10 @@ def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, 
     if config.warm_start and state.coefficients is not None and state.snapshot is not None:
         previous = np.array([vocabulary[w] for w in state.snapshot.anchors])
         start = warm_start_point(state.coefficients, previous, view, anchors, config.recovers_background)
+    fit_words = most_frequent_words(view, FIT_WORDS) if config.recovery == "l2" and measurable(view) else None
     result = recover_topics(view, anchors, start, config.recovery, config.recovery_tol, config.recovery_max_iter,
-                            background=config.recovers_background, background_words=limits.background_words)
+                            background=config.recovers_background, background_words=limits.background_words,
+                            fit_words=fit_words)
     return result, start is not None
 
 
@@ -103,12 +106,18 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
     fit the likelihood of recent text better than the moments alone; without a reservoir the
     recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU) and the reservoir full, the
     refinement continues the state's carried one (:func:`~streamtopics.refresh.carried.refine_carried`),
-    otherwise it starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`)."""
+    otherwise it starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`).
+    Where the anchors explain the frequent words' rows to within their sampling noise (separable
+    sums, :mod:`~streamtopics.refresh.separability`) the recovery is published unrefined: the
+    refinement would move it away from the truth."""
     if reservoir is None:
         return result, None
     n_columns = config.n_topics + (result.background is not None)
+    device = refinement_device(config.refine_device, n_columns)  # first: a device asked for and missing is an error
+    if result.fit_to_noise is not None and result.fit_to_noise < SEPARABLE_FIT:
+        return result, Refinement(recovery_columns(result), None, source="none: the anchors fit the sums to their noise")
     if (config.refine_carry and config.refine_sweeps > 0 and len(reservoir) >= config.resolved_reservoir_size()
-            and refinement_device(config.refine_device, n_columns) == "cpu"):
+            and device == "cpu"):
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
                               config)
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
