@@ -32,6 +32,7 @@ def run(setting: Setting, systems: list[str], variants: dict, cache, truth_itera
     """One record per system: L1 per checkpoint, times, or the traceback of a failure.
     ``report(records)`` is called after each system (results written as they come)."""
     truth = truths.load(setting.corpus, setting.n_topics, truth_iterations, cache=cache)
+    batch_at = min(batch_at, max(setting.checkpoints))  # a stream shorter than batch_at: tomotopy on all of it
     stream = streams.draw(truth, max(setting.checkpoints), setting.alpha)
     warm_up(truth.vocabulary, stream)
 

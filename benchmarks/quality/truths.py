@@ -1,15 +1,22 @@
-"""Ground truths no part of this project fitted: tomotopy collapsed-Gibbs LDA on a real corpus.
+"""Ground truths no part of this project fitted: tomotopy collapsed-Gibbs LDA on a real corpus, and
+the seed papers' separable topics.
 
 ``tomotopy.LDAModel(k=K, alpha=0.1, eta=0.01, seed=seed)`` (tomotopy's defaults) on the training
 split of a :mod:`.corpora` corpus, ``iterations`` Gibbs sweeps in steps of 10 on one worker. The
 truth is the smoothed topic-word matrix (V x K, ``get_topic_word_dist``), the vocabulary and the
 training documents' lengths (tokens after filtering). Fits are cached as ``.npz`` under
 ``<cache>/truths/``, keyed by corpus, K, iterations and seed.
+
+A corpus named ``separable-<V>-s<seed>`` is no corpus but the setting where anchor methods are
+provably right (Arora et al. 2013, Ding et al. 2013): :func:`streamtopics.synthetic.separable_topics`
+over V words, 5 anchor words per topic, the other words' rows uniform on the simplex (so the anchors
+are rarer than the shared words), documents of 100 tokens; drawn, not fitted or cached.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +26,9 @@ import numpy as np
 from . import corpora
 
 ITERATIONS = 500
+SEPARABLE = re.compile(r"separable-(\d+)-s(\d+)")
+SEPARABLE_ANCHORS = 5  # anchor words per topic of a separable truth
+SEPARABLE_LENGTH = 100  # tokens per document of a separable stream
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ def fit(corpus: str, n_topics: int, iterations: int = ITERATIONS, seed: int = 0)
 def load(corpus: str, n_topics: int, iterations: int = ITERATIONS, seed: int = 0,
          cache: Path | None = None) -> Truth:
     """The truth for (corpus, K, iterations, seed), from the cache when it is there."""
+    if (found := SEPARABLE.fullmatch(corpus)) is not None:
+        return separable(int(found[1]), n_topics, int(found[2]))
     path = None if cache is None else cache_path(cache, corpus, n_topics, iterations, seed)
     if path is not None and path.exists():
         with np.load(path) as f:
@@ -74,3 +86,13 @@ def load(corpus: str, n_topics: int, iterations: int = ITERATIONS, seed: int = 0
         meta = json.dumps({"vocabulary": truth.vocabulary, "note": truth.note})
         np.savez(path, topic_word=truth.topic_word, lengths=truth.lengths, meta=np.array(meta))
     return truth
+
+
+def separable(n_words: int, n_topics: int, seed: int) -> Truth:
+    """The separable truth of a ``separable-<V>-s<seed>`` corpus (see the module docstring)."""
+    from streamtopics.synthetic import separable_topics
+
+    model = separable_topics(n_words, n_topics, anchors_per_topic=SEPARABLE_ANCHORS, seed=seed)
+    note = (f"separable_topics({n_words}, {n_topics}, anchors_per_topic={SEPARABLE_ANCHORS}, seed={seed}), "
+            f"documents of {SEPARABLE_LENGTH} tokens")
+    return Truth(model.topic_word, [f"w{i}" for i in range(n_words)], np.full(1, SEPARABLE_LENGTH, np.int64), note)

@@ -13,6 +13,9 @@ NAMED = {
     "norefine": {"refine_iterations": 0},
     "cap3000": {"max_anchor_candidates": 3000},
     "nobg": {"background_topic": False},
+    # the seed papers' method alone: every eligible word a candidate, no background, rectification or refinement
+    "anchorsonly": {"max_anchor_candidates": None, "background_topic": False, "anchor_rectification": 0,
+                    "refine_iterations": 0, "refine_sweeps": 0},
 }
 
 
