@@ -5,7 +5,8 @@ and the defaults with the raw rows instead of the rectified block in the anchor 
 
 Ingest: ``learn_many`` on pre-indexed NYT-shaped documents (V words, 300 tokens, Zipf-like), the
 model's whole per-document path (the refinement reservoir included), median of 3 passes.
-Refresh: a separable synthetic model (K topics, Dirichlet(0.1), 300-token documents), a cold
+Refresh: Zipf-shaped topics without anchor words (``zipf_topics``: on separable topics the refresh
+skips the refinement), K topics, Dirichlet(0.1) mixtures, 300-token documents; a cold
 refresh after M documents, then a warm one after 10 % more; the warm one is what a stream pays.
 Its phases (``model.last_refresh``) follow, the median of ``--repeats`` warm refreshes, each of a
 copy of the model taken after the cold refresh (the same state, the same documents added).
@@ -24,7 +25,7 @@ import scipy.sparse as sp
 
 from benchmarks.common import machine, median_time, zipf_batch
 from streamtopics import StreamingTopicModel
-from streamtopics.synthetic import semi_synthetic, separable_topics
+from streamtopics.synthetic import semi_synthetic, zipf_topics
 
 SETTINGS = {"defaults": {},
             "restarts (refine_carry=False)": {"refine_carry": False},
@@ -59,8 +60,8 @@ def main() -> None:
     if not args.skip_ingest:
         ingest(args, vocabulary, settings_run)
 
-    truth = separable_topics(args.words, args.topics, anchor_mass=0.05, seed=1)
-    docs, _ = semi_synthetic(truth.topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
+    topic_word = zipf_topics(args.words, args.topics, seed=1)
+    docs, _ = semi_synthetic(topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
     print(f"\n| settings | cold refresh s ({args.docs} docs) | warm refresh s (+10 %) | warm: solve s | "
           "warm: solver iterations mean / max | warm: refinement s |\n|---|---|---|---|---|---|")
     phases = {}

@@ -2,7 +2,7 @@
 
 The device's kernels are declared ``cuda.jit(cache=True)`` (:mod:`streamtopics.refresh.gpu`): the first
 process compiles them and writes them beside the package, later processes load them. Each row is
-a fresh process (V = 2,000, K = 20, 4,000 separable semi-synthetic documents, then 500 more):
+a fresh process (V = 2,000, K = 20, 4,000 semi-synthetic documents of Zipf-shaped topics, then 500 more):
 its first refresh, its second, and the whole process. One CPU process first, which compiles and
 caches the CPU kernels, so that the device rows time the device's kernels alone.
 
@@ -23,14 +23,14 @@ def one_process(device: str) -> None:
     import numpy as np
 
     from streamtopics import StreamingTopicModel
-    from streamtopics.synthetic import semi_synthetic, separable_topics
+    from streamtopics.synthetic import semi_synthetic, zipf_topics
 
     words, topics = 2000, 20
-    truth = separable_topics(words, topics, anchor_mass=0.05, seed=1)
+    topic_word = zipf_topics(words, topics, seed=1)
     model = StreamingTopicModel(topics, vocabulary=[f"w{i}" for i in range(words)], refine_device=device)
     times = []
     for n_docs, seed in ((4000, 2), (500, 3)):
-        documents, _ = semi_synthetic(truth.topic_word, n_docs, alpha=0.1, doc_length=100, seed=seed)
+        documents, _ = semi_synthetic(topic_word, n_docs, alpha=0.1, doc_length=100, seed=seed)
         model.learn_many(documents)
         tick = time.perf_counter()
         snapshot = model.refresh()

@@ -1,7 +1,7 @@
 """A warm refresh with the refinement on a CUDA device against the CPU, on one machine, in one run
 (``refine_device``, :mod:`streamtopics.refresh.gpu`; issue 17 item 5).
 
-The stream of ``benchmarks.default_costs``: V = 15,000, K = 100, separable semi-synthetic
+The stream of ``benchmarks.default_costs``: V = 15,000, K = 100, Zipf-shaped semi-synthetic
 documents of 300 tokens (alpha 0.1); a model absorbs 30,000 and refreshes, then copies of it
 absorb 10 % more and refresh warm, ``refine_device="cpu"`` and ``"cuda"`` alternately. Printed:
 the phases of the warm refreshes (median of ``--repeats``), the first CUDA refresh's time (its
@@ -23,7 +23,7 @@ from benchmarks.common import machine
 from benchmarks.default_costs import PHASES
 from streamtopics import StreamingTopicModel
 from streamtopics.refresh.device import cuda_available, device_name
-from streamtopics.synthetic import semi_synthetic, separable_topics
+from streamtopics.synthetic import semi_synthetic, zipf_topics
 
 
 def main() -> None:
@@ -37,8 +37,8 @@ def main() -> None:
         raise SystemExit("numba finds no CUDA device: nothing to compare")
     print(f"# {machine()}; {device_name()}")
     vocabulary = [f"w{i}" for i in range(args.words)]
-    truth = separable_topics(args.words, args.topics, anchor_mass=0.05, seed=1)
-    docs, _ = semi_synthetic(truth.topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
+    topic_word = zipf_topics(args.words, args.topics, seed=1)
+    docs, _ = semi_synthetic(topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
     model = StreamingTopicModel(args.topics, vocabulary=vocabulary)
     model.learn_many(docs[: args.docs])
     model.refresh()  # the CPU kernels compile here

@@ -11,7 +11,7 @@ Throughput: 20newsgroups posts produced to a 4-partition topic first; N worker p
 worker has its partitions to the moment the store's partial checkpoints cover every offset
 (checkpoints every 2 s, so the figure includes checkpoint cost and up to 2 s of checkpoint lag).
 
-Merge+refresh: one partial state of a separable synthetic model (V words, K topics, 300-token
+Merge+refresh: one partial state of a Zipf-shaped synthetic model (V words, K topics, 300-token
 documents) is written once and hard-linked as the newest checkpoint of 1, 2, 4, 8 members of a
 store; :meth:`consumers.group.Refresher.refresh_once` then loads and sums them (one at a time)
 and refreshes cold. The partial files are in the page cache: on separate machines add the time
@@ -37,7 +37,7 @@ from consumers.group import Refresher
 from consumers.kafka_consumer import ConsumerConfig
 from consumers.store import DirectoryStateStore, coverage
 from streamtopics import StreamingTopicModel
-from streamtopics.synthetic import semi_synthetic, separable_topics
+from streamtopics.synthetic import semi_synthetic, zipf_topics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def merge_costs(words: int, topics: int, docs: int, partials: list[int], workdir: Path,
                 cooccurrence: str = "auto") -> list[dict]:
-    truth = separable_topics(words, topics, anchor_mass=0.05, seed=1)
-    matrix, _ = semi_synthetic(truth.topic_word, docs, alpha=0.1, doc_length=300, seed=2)
+    topic_word = zipf_topics(words, topics, seed=1)
+    matrix, _ = semi_synthetic(topic_word, docs, alpha=0.1, doc_length=300, seed=2)
     model = StreamingTopicModel(topics, vocabulary=[f"w{i}" for i in range(words)], cooccurrence=cooccurrence)
     model.learn_many(matrix)
     source = workdir / "source"

@@ -99,6 +99,26 @@ def separable_topics(
     return SyntheticModel(topic_word / topic_word.sum(axis=0), anchors)
 
 
+def zipf_topics(n_words: int, n_topics: int, concentration: float = 0.1,
+                seed: int | np.random.Generator = 0) -> np.ndarray:
+    """Random topics without anchor words (V x K), shaped like text's: each column a Dirichlet draw
+    around a Zipf base measure (word i's expected share proportional to 1 / (i + 1), total
+    concentration ``concentration * V``), so every topic shares the frequent words in its own
+    proportions and the rare words are each left to a few. Unlike :func:`separable_topics` the
+    anchors do not explain such sums to within their noise, and a model's refreshes refine them
+    (:mod:`streamtopics.refresh.separability`): the streams that measure what a refresh costs draw
+    their topics here.
+
+    >>> topics = zipf_topics(100, 3, seed=1)
+    >>> topics.shape, bool(np.allclose(topics.sum(axis=0), 1.0))
+    ((100, 3), True)
+    """
+    rng = np.random.default_rng(seed)
+    base = 1.0 / np.arange(1, n_words + 1)
+    topic_word = rng.dirichlet(concentration * n_words * base / base.sum(), n_topics).T
+    return np.ascontiguousarray(topic_word / topic_word.sum(axis=0))
+
+
 def topic_proportions(
     n_docs: int,
     n_topics: int,
