@@ -131,3 +131,18 @@ def test_on_separable_data_the_default_cap_reaches_the_rare_anchors(monkeypatch,
         model.learn_many(documents[10000:15000])
         model.refresh()
     assert resumed.snapshot.to_json() == models["auto"].snapshot.to_json()
+
+
+def test_the_deeper_set_must_leave_clearly_less_residual(monkeypatch):
+    """A deeper set a few words larger leaves a residual lower by noise: the cap is kept then."""
+    from streamtopics.refresh import candidate_depth
+
+    truth, view = population_view(seed=3)
+    capped, deeper = truth.anchors[:, 0], truth.anchors[:, 1]
+    margin = candidate_depth.DEEPER_MARGIN
+    for ratio, widened in ((1.0 - margin / 2, False), (1.0 - 2 * margin, True)):
+        monkeypatch.setattr(candidate_depth, "recovery_residual",
+                            lambda view, anchors, words, r=ratio: r if np.array_equal(anchors, deeper) else 1.0)
+        depth = CandidateDepth()
+        chosen = depth.anchors(view, CountingSearch({10: capped, WIDER * 10: deeper}), 10, True, 1000, min_df=1)
+        assert depth.widened == widened and np.array_equal(chosen, deeper if widened else capped)

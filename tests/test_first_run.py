@@ -154,9 +154,9 @@ def test_a_first_runs_helper_leaves_the_refinement_kernels_cached_for_the_first_
         from consumers.kernel_cache import compile_ahead
         from streamtopics import StreamingTopicModel
         from streamtopics.kernel_warmup import MODULES
-        from streamtopics.synthetic import semi_synthetic, separable_topics
-        truth = separable_topics(60, 3, seed=1)
-        documents, _ = semi_synthetic(truth.topic_word, 400, doc_length=40, seed=2)
+        from streamtopics.synthetic import semi_synthetic, zipf_topics
+        topic_word = zipf_topics(60, 3, seed=1)  # no anchor words: the refinement runs (separable topics skip it)
+        documents, _ = semi_synthetic(topic_word, 400, doc_length=40, seed=2)
         model = StreamingTopicModel(3, vocabulary=[f"w{i}" for i in range(60)])
         model.learn_many(documents)
         model.refresh()

@@ -428,7 +428,7 @@ def test_a_peer_that_does_not_read_its_replies_is_evicted_then_timed_out(served)
     and the cap either passed it over (busy with a request) or closed it gracefully, which waits
     for the peer to read. Now one more connection drops it at once, and the write timeout drops
     the others."""
-    cap, write_timeout = 2, 3.0
+    cap, write_timeout = 2, 6.0  # a stalled connection must outlive the stalling of the other on a loaded machine
     with serve_in_thread(create_app(served[1]), "127.0.0.1", 0, max_connections=cap,
                          write_timeout=write_timeout) as handle:
         readers = [_non_reader(handle.port) for _ in range(cap)]

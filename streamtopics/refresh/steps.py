@@ -115,7 +115,8 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
     n_columns = config.n_topics + (result.background is not None)
     device = refinement_device(config.refine_device, n_columns)  # first: a device asked for and missing is an error
     if result.fit_to_noise is not None and result.fit_to_noise < SEPARABLE_FIT:
-        return result, Refinement(recovery_columns(result), None, source="none: the anchors fit the sums to their noise")
+        return result, Refinement(recovery_columns(result), None,
+                                  source="none: the anchors fit the sums to their noise")
     if (config.refine_carry and config.refine_sweeps > 0 and len(reservoir) >= config.resolved_reservoir_size()
             and device == "cpu"):
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
