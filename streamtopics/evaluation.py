@@ -239,10 +239,32 @@ def _pair_counts(
     ids = top_word_ids(topic_word, top_n)
     words, position = np.unique(ids, return_inverse=True)
     position = position.reshape(ids.shape)
-    present = (sp.csc_matrix(reference)[:, words] != 0).astype(np.float64)
-    co_df = (present.T @ present).toarray()
+    reference = sp.csr_matrix(reference)
+    reference.sum_duplicates()
+    slot = np.full(reference.shape[1], -1, np.int64)
+    slot[words] = np.arange(words.size)
+    co_df = _co_document_frequencies(reference.indptr, reference.indices, reference.data != 0, slot, words.size)
     return (np.diag(co_df)[position], co_df[position[:, :, None], position[:, None, :]],
             reference.shape[0])
+
+
+@njit(cache=True, nogil=True)
+def _co_document_frequencies(indptr, indices, nonzero, slot, n_slots):
+    """How many documents (rows) hold each pair of the words with a ``slot`` (>= 0), the diagonal
+    each word's own count: one pass over each row's entries and over the pairs of its slotted
+    words only (a sparse product over the reference took 0.13 s of a refresh at 40,000 documents)."""
+    co_df = np.zeros((n_slots, n_slots))
+    present = np.empty(n_slots, np.int64)
+    for d in range(indptr.size - 1):
+        m = 0
+        for p in range(indptr[d], indptr[d + 1]):
+            if nonzero[p] and slot[indices[p]] >= 0:
+                present[m] = slot[indices[p]]
+                m += 1
+        for a in range(m):
+            for b in range(m):
+                co_df[present[a], present[b]] += 1.0
+    return co_df
 
 
 def coherence_umass(

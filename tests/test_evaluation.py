@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamtopics.evaluation import (
+    _pair_counts,
     coherence_npmi,
     coherence_umass,
     heldout_log_likelihood,
@@ -175,3 +176,21 @@ def test_top_words_in_order_of_probability():
     a = np.array([[0.1, 0.5], [0.6, 0.2], [0.3, 0.3]])
     np.testing.assert_array_equal(top_word_ids(a, 2), [[1, 2], [0, 2]])
     assert top_words(a, ["x", "y", "z"], 3) == [["y", "z", "x"], ["x", "z", "y"]]
+
+
+def test_pair_counts_match_a_dense_count_of_documents_holding_both_words():
+    rng = np.random.default_rng(7)
+    dense = rng.poisson(0.3, size=(300, 50)).astype(float)
+    dense[rng.random(dense.shape) < 0.1] = 0.0
+    reference = sp.csr_matrix(dense)
+    reference.data[::7] = 0.0  # explicit zeros are absent words
+    present = reference.toarray() != 0
+    topics = rng.dirichlet(np.full(50, 0.2), 4).T
+    df, co_df, n_docs = _pair_counts(topics, reference, top_n=6)
+    ids = top_word_ids(topics, 6)
+    assert n_docs == 300
+    for k in range(4):
+        for a in range(6):
+            assert df[k, a] == present[:, ids[k, a]].sum()
+            for b in range(6):
+                assert co_df[k, a, b] == (present[:, ids[k, a]] & present[:, ids[k, b]]).sum()
