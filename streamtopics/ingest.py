@@ -28,7 +28,7 @@ from .statistics.cooccurrence import CooccurrenceStats
 from .refresh.describe import DocumentExcerpts, excerpt_of
 from .text.documents import (
     MIN_TOKENS, DocumentBatch, DocumentEncoder, EncodedDocument, Rejection, content_hash, jsonable_key, key_hash,
-    restore_key, too_short, validate_indexed,
+    INDEXED_ACCEPTED, indexed_outcomes, indexed_rejection, restore_key, too_short,
 )
 from .text.open_vocabulary import OpenVocabulary
 from .pending import PendingDocuments
@@ -290,25 +290,41 @@ class Ingest:
     def learn_indexed(self, documents: DocumentBatch, stream_times: list | None, start: int = 0,
                       limit: int | None = None) -> tuple[int, int]:
         """Absorb the rows of ``documents`` from ``start`` (an :meth:`indexed_batch`), each dated
-        by its stream time, until ``limit`` were accepted: (consumed, accepted)."""
-        accepted = 0
-        for d in range(start, len(documents)):
-            if limit is not None and accepted >= limit:
-                return d - start, accepted
-            if stream_times is not None:
-                self.advance_clock(stream_times[d])
-            a, b = documents.indptr[d], documents.indptr[d + 1]
-            ids, counts = documents.indices[a:b], documents.counts[a:b]
-            rejection = validate_indexed(ids, counts, len(self.vocabulary))
-            if rejection is None and (np.any(np.diff(ids) <= 0)):
-                rejection = Rejection("invalid_word_id", "ids must be sorted and unique")
-            if rejection is not None:
-                self.reject(rejection, (ids, counts), int(documents.keys[d]))
-                continue
-            positive = counts > 0
-            accepted += self._accept(EncodedDocument(ids[positive], counts[positive]), None, None,
-                                     hashed_key=int(documents.keys[d]))
-        return len(documents) - start, accepted
+        by its stream time, until ``limit`` were accepted: (consumed, accepted). The rows are
+        checked in one compiled pass (:func:`~streamtopics.text.documents.indexed_outcomes`) and
+        accepted a segment at a time, as :meth:`_accept_encoded` accepts texts: the same
+        rejections, buffer and statistics as one at a time."""
+        rows = DocumentBatch(documents.indptr[start:], documents.indices, documents.counts, documents.keys[start:])
+        outcome = indexed_outcomes(rows.indptr, rows.indices, rows.counts, len(self.vocabulary))
+        accepted = np.flatnonzero(outcome == INDEXED_ACCEPTED)
+        n = len(rows)
+        if limit is not None and len(accepted) >= limit:  # consumed up to the limit-th accepted one
+            accepted = accepted[:limit]
+            n = int(accepted[-1]) + 1
+        clocks = (self._running_clock(stream_times[start:start + n]) if stream_times is not None
+                  else [self.stream_time] * n)
+        first, a = 0, 0  # the segment's first document and first accepted one (index into accepted)
+        while first < n:
+            left = len(accepted) - a
+            room = max(self.config.batch_size - len(self.pending), 1)
+            take, stop = (room, int(accepted[a + room - 1]) + 1) if left >= room else (left, n)
+            for d in (np.flatnonzero(outcome[first:stop] != INDEXED_ACCEPTED) + first).tolist():
+                self.reject(indexed_rejection(outcome[d], len(self.vocabulary)), self._entries(rows, d),
+                            int(rows.keys[d]))
+            self.stream_time = clocks[stop - 1]
+            if take:
+                taken = accepted[a:a + take]
+                block = rows.select(taken)
+                block = block.keep_entries(block.counts > 0)
+                self.pending.extend(block, [clocks[d] for d in taken.tolist()] if self.pending.dated else [])
+                if self.reservoir is not None:
+                    for j, hashed in enumerate(block.keys.tolist()):
+                        self.reservoir.add(*self._entries(block, j), hashed)
+                self.last_accepted = EncodedDocument(*self._entries(block, take - 1))
+            if len(self.pending) >= self.config.batch_size:
+                self.flush()
+            first, a = stop, a + take
+        return n, len(accepted)
 
     def _accept(self, encoded, document, key, hashed_key: int | None = None, text: str | None = None) -> bool:
         """Buffer an encoded document (True) or count its rejection (False). ``text``: the

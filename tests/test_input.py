@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
-from streamtopics.text.documents import key_hash
+from streamtopics.text.documents import DocumentBatch, key_hash
 
 WORDS = ["apple", "pear", "plum", "goal", "match", "team"]
 
@@ -161,3 +161,52 @@ def test_words_admitted_after_the_snapshot_are_ignored_by_inference():
     mixture = model.infer([{"zebra": 3, "giraffe": 2}, {"apple": 2, "zebra": 5}])
     np.testing.assert_allclose(mixture[0], model.snapshot.prevalence / model.snapshot.prevalence.sum())
     assert abs(mixture[1].sum() - 1) < 1e-9
+
+
+def hostile_pre_indexed_rows(n, seed=0):
+    """``n`` rows over 6 words, about a third of them bad: an id out of range, unsorted or repeated
+    ids, a NaN, negative or huge count, a single token; zero counts inside good rows."""
+    rng = np.random.default_rng(seed)
+    rows, reasons = [], []
+    for _ in range(n):
+        ids = np.sort(rng.choice(6, size=rng.integers(2, 6), replace=False)).astype(np.int32)
+        counts = rng.integers(0, 4, size=ids.size).astype(float)
+        counts[0] = 2.0
+        reason = None
+        kind = rng.integers(0, 10)
+        if kind == 0:
+            ids[-1], reason = 6, "invalid_word_id"
+        elif kind == 1:
+            ids[[0, -1]], reason = ids[[-1, 0]], "invalid_word_id"
+        elif kind == 2:
+            counts[-1], reason = rng.choice([np.nan, -1.0, np.inf, 2e9]), "invalid_count"
+        elif kind == 3:
+            ids, counts, reason = ids[:1], np.array([1.0]), "too_short"
+        rows.append((ids, counts))
+        reasons.append(reason)
+    return rows, reasons
+
+
+def test_pre_indexed_rows_are_absorbed_as_the_good_ones_alone():
+    rows, reasons = hostile_pre_indexed_rows(120)
+    indptr = np.concatenate(([0], np.cumsum([ids.size for ids, _ in rows])))
+    batch = DocumentBatch(indptr, np.concatenate([i for i, _ in rows]), np.concatenate([c for _, c in rows]),
+                          np.array([key_hash(d) for d in range(len(rows))], np.uint64))
+    times = [1000.0 + d for d in range(len(rows))]
+    # small buffers and a refresh due every 7 accepted documents: segments and limits cut the batch
+    model, rejected = fresh_model(batch_size=5, refresh_every=7, reservoir_size=40)
+    model.learn_many(batch, stream_times=times)
+    good = [d for d, reason in enumerate(reasons) if reason is None]
+    assert rejected == [(reason, key_hash(d)) for d, reason in enumerate(reasons) if reason is not None]
+    assert model.documents_absorbed == len(good)
+    reference, _ = fresh_model(reservoir_size=40)  # the good rows, zero counts dropped, one at a time
+    for d in good:
+        ids, counts = rows[d]
+        keep = counts > 0
+        single = DocumentBatch(np.array([0, keep.sum()]), ids[keep], counts[keep], np.array([key_hash(d)], np.uint64))
+        reference.learn_many(single, stream_times=[times[d]])
+    np.testing.assert_array_equal(model.statistics().packed, reference.statistics().packed)
+    assert model.ingest.stream_time == times[-1]
+    kept, expected = model.ingest.reservoir.items(), reference.ingest.reservoir.items()
+    assert [k for _, _, k in kept] == [k for _, _, k in expected]
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(kept, expected))

@@ -39,11 +39,11 @@ class Reservoir:
             self.documents.append((np.array(ids, np.int32), np.array(counts, np.float64), int(key_hash)))
             return
         self._added += 1  # ties (equal hashes: equal contents) broken by arrival, never by the arrays
+        full = len(self._heap) >= self.capacity
+        if full and int(key_hash) >= -self._heap[0][0]:
+            return  # not among the smallest hashes: no copy made
         item = (-int(key_hash), -self._added, np.array(ids, np.int32), np.array(counts, np.float64))
-        if len(self._heap) < self.capacity:
-            heapq.heappush(self._heap, item)
-        elif -item[0] < -self._heap[0][0]:
-            heapq.heapreplace(self._heap, item)
+        (heapq.heapreplace if full else heapq.heappush)(self._heap, item)
 
     def drop_word(self, word: int) -> None:
         """Remove a word from every kept document (its vocabulary slot now means another word)."""

@@ -260,13 +260,46 @@ class DocumentEncoder:
         return DocumentBatch.from_documents(encoded, [0] * len(encoded)), outcome
 
 
-def validate_indexed(ids: np.ndarray, counts: np.ndarray, n_words: int) -> Rejection | None:
-    """Check a pre-indexed document's ids and counts (they bypass the encoder)."""
-    if ids.size and (ids.min() < 0 or ids.max() >= n_words):
+INDEXED_ACCEPTED, INDEXED_WORD_RANGE, INDEXED_COUNT, INDEXED_UNSORTED, INDEXED_TOO_SHORT = range(5)
+
+
+def indexed_rejection(outcome: int, n_words: int) -> Rejection:
+    """The rejection an :func:`indexed_outcomes` code other than ``INDEXED_ACCEPTED`` stands for."""
+    if outcome == INDEXED_WORD_RANGE:
         return Rejection("invalid_word_id", f"ids must lie in [0, {n_words})")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts > MAX_COUNT):
+    if outcome == INDEXED_COUNT:
         return Rejection("invalid_count", f"counts must be finite, non-negative and at most {MAX_COUNT:g}")
-    return None
+    if outcome == INDEXED_UNSORTED:
+        return Rejection("invalid_word_id", "ids must be sorted and unique")
+    return too_short()
+
+
+@njit(cache=True, nogil=True)
+def indexed_outcomes(indptr, indices, counts, n_words):
+    """What becomes of each document of a pre-indexed batch (they bypass the encoder), in one
+    pass: ids out of ``[0, n_words)``, then counts not finite, negative or over ``MAX_COUNT``,
+    then ids not sorted and unique reject it; otherwise its positive counts must make
+    ``MIN_TOKENS`` tokens. Per-document numpy checks took about half of ingest's time."""
+    out = np.empty(indptr.size - 1, np.int8)
+    for d in range(indptr.size - 1):
+        word_range, count, unsorted, tokens = False, False, False, 0.0
+        for p in range(indptr[d], indptr[d + 1]):
+            w, c = indices[p], counts[p]
+            word_range |= w < 0 or w >= n_words
+            unsorted |= p > indptr[d] and w <= indices[p - 1]
+            if not np.isfinite(c) or c < 0 or c > MAX_COUNT:
+                count = True
+            elif c > 0:
+                tokens += c
+        if word_range:
+            out[d] = INDEXED_WORD_RANGE
+        elif count:
+            out[d] = INDEXED_COUNT
+        elif unsorted:
+            out[d] = INDEXED_UNSORTED
+        else:
+            out[d] = INDEXED_TOO_SHORT if tokens < MIN_TOKENS else INDEXED_ACCEPTED
+    return out
 
 
 @njit(cache=True, nogil=True)
