@@ -189,3 +189,20 @@ def test_the_m_step_is_the_em_update_of_the_multinomial_mixture():
     ratio = np.divide(counts, mixtures @ topics.T, out=np.zeros_like(counts), where=counts > 0)
     expected = topics * (ratio.T @ mixtures)
     np.testing.assert_allclose(new_topics, expected / expected.sum(axis=0), rtol=1e-10, atol=1e-15)
+
+
+def test_kl_tem_runs_over_evenly_spaced_fitted_documents_and_the_sweeps_over_all():
+    _, docs, rough = _corpus(n_docs=600)
+    held = np.zeros(len(docs), bool)
+    held[::10] = True
+    fitted = np.flatnonzero(~held)  # 540 documents, KL-tEM limited to 200 of them
+    refined = refine_topics(rough, docs, iterations=6, smoothing=0.01, sweeps=2, held_out=held, em_documents=200)
+    # the same KL-tEM over a reservoir of those documents and the same held-out ones
+    subset = np.sort(np.concatenate([fitted[np.arange(200) * fitted.size // 200], np.flatnonzero(held)]))
+    alone = refine_topics(rough, docs.select(subset), iterations=6, smoothing=0.01, held_out=held[subset],
+                          em_documents=None)
+    assert refined.heldout == alone.heldout and refined.kept_iteration == alone.kept_iteration
+    assert len(refined.shares.batch) == fitted.size  # the sweeps ran over every fitted document
+    np.testing.assert_array_equal(refined.shares.batch.keys, docs.keys[fitted])
+    unlimited = refine_topics(rough, docs, iterations=6, smoothing=0.01, sweeps=2, held_out=held, em_documents=None)
+    assert unlimited.heldout != refined.heldout

@@ -77,6 +77,8 @@ DOCUMENT_PRIOR = 0.003  # CVB0's symmetric Dirichlet on the mixtures: on the qua
 # K = 50, alpha 0.03: 0.279 -> 0.266), and 0.01 or 0.001 no better; real text unchanged (`git show
 # 8e056d1:BENCHMARKS.md`, "A sparser document prior for CVB0")
 ALPHA_UPDATES = 10  # updates adapting the kept iterate's held-out mixtures to the published topics
+EM_DOCUMENTS = 10_000  # on the CPU KL-tEM runs over at most this many of the fitted documents (evenly spaced), the
+# CVB0 sweeps over all of them (refine_topics)
 
 
 def split_for_completion(batch: DocumentBatch) -> tuple[DocumentBatch, DocumentBatch]:
@@ -249,7 +251,8 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
                   holdout_every: int = HOLDOUT_EVERY, patience: int = PATIENCE, smoothing: float = 0.0,
                   tolerance: float = HELD_TOLERANCE, sweeps: int = 0,
                   document_prior: float = DOCUMENT_PRIOR, device: str = "cpu",
-                  held_out: np.ndarray | None = None, hold_from: int | None = None) -> Refinement:
+                  held_out: np.ndarray | None = None, hold_from: int | None = None,
+                  em_documents: int | None = EM_DOCUMENTS) -> Refinement:
     """KL-tEM seeded with ``topic_word`` on the reservoir's fitting part, then ``sweeps`` sweeps of
     sparse CVB0 (:mod:`~streamtopics.refresh.collapsed`) from the KL-tEM iterate kept: the latest whose
     held-out completion likelihood is within ``tolerance`` of the best (iterate 0 = the seed).
@@ -274,9 +277,15 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
 
     ``held_out`` (a mask over the reservoir) chooses the held-out documents instead of every
     ``holdout_every``-th. ``device="cuda"`` runs the E-steps, M-steps and CVB0 sweeps on a CUDA
-    device (:mod:`~streamtopics.refresh.gpu`); the result equals the CPU's to rounding. On the
-    CPU the sweeps' shares are returned too (:attr:`Refinement.shares`); with ``hold_from`` their
-    columns from that one on (the background) stay the seed's
+    device (:mod:`~streamtopics.refresh.gpu`); the result equals the CPU's to rounding where the
+    fitted documents are at most ``em_documents``. On the CPU KL-tEM runs over at most
+    ``em_documents`` of them, evenly spaced, and the CVB0 sweeps over all, their first shares from
+    mixtures fitted afresh (:meth:`HostRefinementSteps.cvb0_sweeps`): KL-tEM only moves the seed
+    into the basin the sweeps then settle, and on seven Gibbs-truth streams of 100,000 documents
+    refreshed every 5,000 its topics were as close to the truth with 10,000 documents as with the
+    reservoir's 14,000-45,000 (BENCHMARKS.md, "Carried refinement"), for a quarter less
+    refreshing. The sweeps' shares are returned too (:attr:`Refinement.shares`); with
+    ``hold_from`` their columns from that one on (the background) stay the seed's
     (:meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`).
     """
     seed = np.ascontiguousarray(topic_word, dtype=np.float64)
@@ -286,7 +295,7 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
         from .gpu import DeviceRefinementSteps
         steps = DeviceRefinementSteps(fit, observed, seed.shape[0])
     else:
-        steps = HostRefinementSteps(fit, observed, seed.shape[0])
+        steps = HostRefinementSteps(fit, observed, seed.shape[0], em_documents)
     current, mixtures = seed, None
     held_mixtures = steps.held_mixtures(seed, None, SEED_HELD_UPDATES)
     kept = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
@@ -320,25 +329,30 @@ class HostRefinementSteps:
     """The steps of :func:`refine_topics` over its fitted and held-out documents, on the CPU
     (:class:`~streamtopics.refresh.gpu.DeviceRefinementSteps` has the same methods)."""
 
-    def __init__(self, fit: DocumentBatch, observed: DocumentBatch, n_words: int):
+    def __init__(self, fit: DocumentBatch, observed: DocumentBatch, n_words: int, em_documents: int | None = None):
+        """KL-tEM's steps run over at most ``em_documents`` of the ``fit`` documents, evenly
+        spaced (None: all), the CVB0 sweeps over all of them."""
         self.fit, self.observed = fit, observed
-        self.by_word = WordMajor.of(fit, n_words)
+        share = len(fit) if em_documents is None else min(len(fit), max(int(em_documents), 1))
+        self.em_fit = fit if share == len(fit) else fit.select(np.arange(share) * len(fit) // share)
+        self.by_word = WordMajor.of(self.em_fit, n_words)
 
     def held_mixtures(self, topic_word: np.ndarray, start: np.ndarray | None, updates: int) -> np.ndarray:
         """The observed halves' mixtures after ``updates`` updates from ``start`` (None: uniform)."""
         return infer_mixtures(self.observed, topic_word, None, max_iter=updates, tol=1e-5, start=start)
 
     def kl_tem_step(self, topic_word, mixtures, prior, smoothing) -> tuple[np.ndarray, np.ndarray]:
-        """One KL-tEM step over the fitted documents (:func:`kl_tem_step`)."""
-        return kl_tem_step(self.fit, topic_word, mixtures, prior, smoothing=smoothing, by_word=self.by_word)
+        """One KL-tEM step over KL-tEM's share of the fitted documents (:func:`kl_tem_step`)."""
+        return kl_tem_step(self.em_fit, topic_word, mixtures, prior, smoothing=smoothing, by_word=self.by_word)
 
     def cvb0_sweeps(self, start: np.ndarray, mixtures: np.ndarray | None, sweeps: int, document_prior: float,
                     smoothing: float, hold=None) -> tuple[np.ndarray, CollapsedShares]:
         """The topics after ``sweeps`` sparse CVB0 sweeps over the fitted documents from ``start``
-        (first shares placed by ``mixtures``, None: fitted to ``start``), and the shares; ``hold``:
-        ``(first, columns)`` for :meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`."""
+        (first shares placed by ``mixtures``, KL-tEM's, when it ran over all of them; otherwise
+        fitted to ``start``), and the shares; ``hold``: ``(first, columns)`` for
+        :meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`."""
         self.by_word = None  # KL-tEM's word-major copy (50 MB at K = 100), freed before the shares are allocated
-        shares = CollapsedShares.seeded(self.fit, start, mixtures)
+        shares = CollapsedShares.seeded(self.fit, start, mixtures if self.em_fit is self.fit else None)
         if hold is not None:
             shares.hold(*hold)
         for _ in range(sweeps):
