@@ -1,0 +1,187 @@
+"""Events against a known story: births, deaths and changes on stationary streams and on streams
+with planted changes (docs/design.md, "Topic identity").
+
+A **stationary** stream has nothing to announce once the burn-in ended: every birth, death or
+return after it is churn. Its report: refreshes after the burn-in, births / deaths / returns /
+changes after it, births and deaths per 10 refreshes, and the share of the ids present when the
+burn-in ended that are present at the end.
+
+* ``gibbs-<corpus>``: a Gibbs-truth stream of the quality protocol (tomotopy truths, cached in
+  ``.artifacts/quality``; :mod:`benchmarks.quality.truths`);
+* ``shuffled-20newsgroups``, ``shuffled-reuters``: the real archives (``../shared/data``; pass
+  ``--data`` for another folder) in a seeded random order, the vocabulary learned from the
+  warm-up as a user's replay learns it.
+
+A **planted** stream, ``planted-<corpus>``, is the Gibbs-truth stream with a story: its last
+``--planted`` truth topics are absent until a third of the stream and then start; the
+``--planted`` before them stop at two thirds (Dirichlet(alpha) mixtures over the topics alive).
+A birth *finds* a planted start when the born topic's nearest truth topic (L1 over the words) is
+a planted one that started at most ``--window`` refreshes before; a death finds a planted stop
+likewise, with the topic's column when last seen. Recall: planted changes found / planted (and
+found within 2 refreshes, the issue's bar); precision: births (deaths) after the burn-in that find
+one / all of them; delay: refreshes from the first refresh that saw the change to the event that
+found it (the birth and death graces included). Exact sums describe the whole stream, so a topic
+that stops stays in them: deaths need forgetting (``--variants forget=half_life=20000``), and the
+refinement's reservoir of recent documents must forget it too.
+
+    python -m benchmarks.events
+    python -m benchmarks.events --streams planted-20newsgroups --variants default forget=half_life=20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import machine
+from benchmarks.quality import truths
+from benchmarks.quality.__main__ import CACHE
+from benchmarks.quality.streams import draw
+from benchmarks.quality.variants import describe, parse
+from streamtopics import StreamingTopicModel
+from streamtopics.refresh.alignment import l1_distances
+from streamtopics.synthetic import sample_documents
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+ARCHIVES = {"20newsgroups": "20newsgroups-bydate/20news-bydate.jsonl.gz",
+            "reuters": "reuters21578/reuters21578.jsonl.gz"}
+STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "planted-20newsgroups")
+
+
+def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1):
+    """The counts of a Gibbs-truth stream whose last ``planted`` topics start at a third of it
+    and the ``planted`` before them stop at two thirds; with the documents where they do, and
+    which topics start and which stop."""
+    k = truth.topic_word.shape[1]
+    starting, stopping = list(range(k - planted, k)), list(range(k - 2 * planted, k - planted))
+    start_at, stop_at = n_docs // 3, 2 * n_docs // 3
+    rng = np.random.default_rng(seed)
+    alive = np.ones((n_docs, k), bool)
+    alive[:start_at, starting] = False
+    alive[stop_at:, stopping] = False
+    mixtures = np.where(alive, rng.dirichlet(np.full(k, alpha), n_docs), 0.0)
+    mixtures = np.maximum(mixtures, 1e-300 * alive)  # a row whose alive topics all drew 0 stays valid
+    lengths = rng.choice(truth.lengths[truth.lengths >= 2], size=n_docs, replace=True)
+    counts = sample_documents(truth.topic_word, mixtures, lengths, seed=rng)
+    return counts, {"start": (start_at, starting), "stop": (stop_at, stopping)}
+
+
+def archive_texts(corpus: str, data: Path, seed: int) -> list[str]:
+    """The archive's texts (title and body where it has them) in a seeded random order."""
+    texts = []
+    with gzip.open(data / ARCHIVES[corpus], "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            text = " ".join(str(record[f]) for f in ("title", "body", "text") if record.get(f))
+            if text:
+                texts.append(text)
+    order = np.random.default_rng(seed).permutation(len(texts))
+    return [texts[i] for i in order]
+
+
+def follow(model: StreamingTopicModel, chunks) -> list:
+    """Feed the chunks, refreshing after each; every snapshot."""
+    snapshots = []
+    for chunk in chunks:
+        model.learn_many(chunk)
+        snapshots.append(model.refresh())
+    return snapshots
+
+
+def churn(snapshots: list) -> dict:
+    """What happened after the burn-in of a stream with nothing to announce."""
+    settled = next((i for i, s in enumerate(snapshots) if not s.forming), None)
+    counts = {"birth": 0, "death": 0, "return": 0, "change": 0}
+    if settled is None:
+        return {"refreshes": 0, **counts, "per_10": float("nan"), "ids_kept": float("nan")}
+    for snapshot in snapshots[settled + 1:]:
+        for event in snapshot.events:
+            counts[event["type"]] = counts.get(event["type"], 0) + 1
+    after = len(snapshots) - settled - 1
+    first, last = set(snapshots[settled].topic_ids), set(snapshots[-1].topic_ids)
+    return {"refreshes": after, **counts, "per_10": 10 * (counts["birth"] + counts["death"]) / max(after, 1),
+            "ids_kept": len(first & last) / len(first)}
+
+
+def found(snapshots: list, truth_topics: np.ndarray, story: dict, every: int, window: int) -> dict:
+    """Recall, precision and delays of the births and deaths after the burn-in against the
+    planted starts and stops (see the module docstring)."""
+    settled = next((i for i, s in enumerate(snapshots) if not s.forming), len(snapshots))
+    last_seen = {}
+    report = {}
+    for kind, event_type in (("start", "birth"), ("stop", "death")):
+        at, planted = story[kind]
+        changed = (at + every - 1) // every - 1  # the first refresh whose documents include the change
+        hits, events, delays = set(), 0, []
+        for r, snapshot in enumerate(snapshots):
+            if r > settled:
+                for event in snapshot.events:
+                    if event["type"] != event_type:
+                        continue
+                    events += 1
+                    column = (snapshot.topic_word[:, snapshot.column(event["topic"])] if event_type == "birth"
+                              else last_seen.get(event["topic"]))
+                    if column is None:
+                        continue
+                    nearest = int(np.argmin(l1_distances(truth_topics, column[:, None])[:, 0]))
+                    if nearest in planted and changed <= r <= changed + window and nearest not in hits:
+                        hits.add(nearest)
+                        delays.append(r - changed)
+            for k, topic in enumerate(snapshot.topic_ids):
+                last_seen[topic] = snapshot.topic_word[:, k]
+        report[event_type] = {"recall": len(hits) / len(planted),
+                              "recall_within_2": sum(d <= 2 for d in delays) / len(planted),
+                              "precision": len(hits) / events if events else float("nan"), "events": events,
+                              "delays": delays}
+    return report
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", nargs="+", default=list(STREAMS))
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--alpha", type=float, default=0.1)
+    parser.add_argument("--docs", type=int, default=100_000, help="documents of a Gibbs-truth stream")
+    parser.add_argument("--every", type=int, default=5_000, help="documents between refreshes (Gibbs-truth)")
+    parser.add_argument("--archive-every", type=int, default=2_000, help="documents between refreshes (archives)")
+    parser.add_argument("--planted", type=int, default=2, help="topics that start, and topics that stop")
+    parser.add_argument("--window", type=int, default=5, help="refreshes within which an event finds a change")
+    parser.add_argument("--variants", nargs="+", default=["default"], help="model settings, as benchmarks.quality's")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache", type=Path, default=CACHE, help="folder of the cached truth fits")
+    args = parser.parse_args(argv)
+    print(f"# {machine()}")
+    for variant in args.variants:
+        label, settings = parse(variant)
+        for name in args.streams:
+            result = run_stream(name, settings, args)
+            print(json.dumps({"stream": name, "variant": f"{label} ({describe(settings)})", **result}), flush=True)
+
+
+def run_stream(name: str, settings: dict, args) -> dict:
+    """One stream's report (see the module docstring) under the model ``settings``."""
+    kind, corpus = name.split("-", 1)
+    if kind == "shuffled":
+        texts = archive_texts(corpus, args.data, args.seed)
+        model = StreamingTopicModel(args.topics, seed=0, **settings)
+        snapshots = follow(model, (texts[s:s + args.archive_every] for s in range(0, len(texts), args.archive_every)))
+        return {"documents": len(texts), **churn(snapshots)}
+    truth = truths.load(corpus, args.topics, cache=args.cache)
+    model = StreamingTopicModel(args.topics, vocabulary=list(truth.vocabulary), seed=0, **settings)
+    if kind == "gibbs":
+        counts, story = draw(truth, args.docs, args.alpha, seed=args.seed), None
+    else:
+        counts, story = planted_stream(truth, args.docs, args.alpha, args.planted, args.seed)
+    snapshots = follow(model, (counts[s:s + args.every] for s in range(0, args.docs, args.every)))
+    result = {"documents": args.docs, **churn(snapshots)}
+    if story is not None:
+        result["planted"] = found(snapshots, truth.topic_word, story, args.every, args.window)
+    return result
+
+if __name__ == "__main__":
+    main()
