@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary
+from streamtopics import StreamingTopicModel, Tokenizer, Vocabulary, ingest
 from streamtopics.text.documents import DocumentBatch, key_hash
 
 WORDS = ["apple", "pear", "plum", "goal", "match", "team"]
@@ -187,7 +187,9 @@ def hostile_pre_indexed_rows(n, seed=0):
     return rows, reasons
 
 
-def test_pre_indexed_rows_are_absorbed_as_the_good_ones_alone():
+@pytest.mark.parametrize("scan", [3, 256])
+def test_pre_indexed_rows_are_absorbed_as_the_good_ones_alone(scan, monkeypatch):
+    monkeypatch.setattr(ingest, "INDEXED_SCAN", scan)  # 3: a step checks too few rows and looks further
     rows, reasons = hostile_pre_indexed_rows(120)
     indptr = np.concatenate(([0], np.cumsum([ids.size for ids, _ in rows])))
     batch = DocumentBatch(indptr, np.concatenate([i for i, _ in rows]), np.concatenate([c for _, c in rows]),
