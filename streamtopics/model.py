@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
@@ -42,6 +43,24 @@ def _leave_a_core_to_ingest() -> None:
     numba's pool (at least one), so ingest, going on meanwhile, keeps a core (numba's thread
     count belongs to the calling thread; BENCHMARKS.md, "Ingest during a background refresh")."""
     numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+
+
+@contextmanager
+def _ingest_threads(refreshing: bool):
+    """Ingest's numba kernels on one thread while a background refresh runs (on the others:
+    :func:`_leave_a_core_to_ingest`). With both on numba's whole pool, three busy threads on 2
+    cores stalled the fork-join kernels of both: ingest during a refresh 29,000 documents/s and
+    the refresh 6.5-8 s, against 36,300 and 4.3-7.2 s (20 Newsgroups K = 40,
+    ``benchmarks.background_refresh``)."""
+    if not refreshing:
+        yield
+        return
+    everyone = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(everyone)
 
 
 class StreamingTopicModel:
@@ -161,7 +180,8 @@ class StreamingTopicModel:
         dated more than ``max_time_skew`` after it counts as dated that far (:mod:`~streamtopics.stream_clock`)."""
         self.ingest.advance_clock(stream_time)
         before = self.documents_absorbed
-        self.ingest.learn_one(document, key)
+        with _ingest_threads(self._refreshing()):
+            self.ingest.learn_one(document, key)
         if self.documents_absorbed != before:
             self._accepted()
 
@@ -199,7 +219,8 @@ class StreamingTopicModel:
         start = 0
         while start < total:
             until = self.schedule.documents_until_due(self.documents_absorbed)
-            consumed, accepted = learn(start, None if until is None else max(until, 1))
+            with _ingest_threads(self._refreshing()):
+                consumed, accepted = learn(start, None if until is None else max(until, 1))
             start += consumed
             if accepted:
                 self._accepted()

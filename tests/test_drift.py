@@ -3,6 +3,7 @@
 import threading
 import time
 
+import numba
 import numpy as np
 import pytest
 
@@ -431,6 +432,39 @@ def test_refresh_async_does_not_block_ingestion():
     assert snapshot.anchors == expected.anchors
     np.testing.assert_allclose(snapshot.topic_word, expected.topic_word, atol=1e-12)
     assert model.wait_for_refresh() is snapshot
+
+
+def test_ingest_runs_on_one_thread_while_a_background_refresh_runs():
+    stream = drifting_stream(3000, 3000, n_words=120, seed=9)
+    model = StreamingTopicModel(4, stream.vocabulary, anchor_min_df=10, batch_size=50)
+    model.learn_many(stream.documents[:2000])
+    threads = []
+    flush = model.ingest.flush
+
+    def counting_flush():
+        threads.append(numba.get_num_threads())
+        flush()
+
+    model.ingest.flush = counting_flush
+    started, release = threading.Event(), threading.Event()
+    original = model._refresh_from
+
+    def slow_refresh(*args, **kwargs):
+        started.set()
+        assert release.wait(60)
+        return original(*args, **kwargs)
+
+    model._refresh_from = slow_refresh
+    future = model.refresh_async()
+    assert started.wait(10)
+    everyone, threads[:] = numba.get_num_threads(), []  # the refresh's own flush, before it started, left out
+    model.learn_many(stream.documents[2000:2500])
+    during, threads[:] = list(threads), []
+    release.set()
+    future.result(60)
+    model.learn_many(stream.documents[2500:3000])
+    assert during and set(during) == {1}  # the refresh keeps the other cores
+    assert set(threads) == {everyone} and numba.get_num_threads() == everyone
 
 
 def test_background_automatic_refresh():
