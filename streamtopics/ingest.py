@@ -315,9 +315,9 @@ class Ingest:
                   else [self.stream_time] * n)
         first, a = 0, 0  # the segment's first document and first accepted one (index into accepted)
         while first < n:
-            left = len(accepted) - a
+            waiting = len(accepted) - a
             room = max(self.config.batch_size - len(self.pending), 1)
-            take, stop = (room, int(accepted[a + room - 1]) + 1) if left >= room else (left, n)
+            take, stop = (room, int(accepted[a + room - 1]) + 1) if waiting >= room else (waiting, n)
             for d in (np.flatnonzero(outcome[first:stop] != INDEXED_ACCEPTED) + first).tolist():
                 self.reject(indexed_rejection(outcome[d], len(self.vocabulary)), self._entries(rows, d),
                             int(rows.keys[d]))
