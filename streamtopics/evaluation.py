@@ -240,7 +240,9 @@ def _pair_counts(
     words, position = np.unique(ids, return_inverse=True)
     position = position.reshape(ids.shape)
     reference = sp.csr_matrix(reference)
-    reference.sum_duplicates()
+    if not reference.has_canonical_format:  # a copy: the caller's matrix is not reordered in place
+        reference = reference.copy()
+        reference.sum_duplicates()
     slot = np.full(reference.shape[1], -1, np.int64)
     slot[words] = np.arange(words.size)
     co_df = _co_document_frequencies(reference.indptr, reference.indices, reference.data != 0, slot, words.size)

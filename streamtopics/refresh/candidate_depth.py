@@ -16,9 +16,8 @@ and 50, Reuters K = 50 and Debian K = 50 at 20,000 and 100,000 documents, where 
 :class:`CandidateDepth` therefore searches both the capped set and one :data:`WIDER` times as deep
 and keeps the deeper one where its anchors leave at least 1 % less residual (:data:`DEEPER_MARGIN`).
 A second search and two recoveries cost about as much as a refresh's anchor step again, so the
-choice is made again only once the
-documents seen have grown :data:`REDECIDE_GROWTH`-fold (the refreshes between search the set
-chosen last): about seven times over a stream of 100,000 documents. The choice is part of the
+choice is made again only once the documents seen have grown :data:`REDECIDE_GROWTH`-fold (the
+refreshes between search the set chosen last): about seven times over a stream of 100,000 documents. The choice is part of the
 refresh state (checkpoint and lineage), so resumed and scaled-out runs search as the sequential one.
 """
 
