@@ -1,8 +1,8 @@
 """How a state file stores one array, losslessly and compactly.
 
-Encodings: ``repeats`` (format 4) for arrays of 8-byte items of at least ``_SPARSE_MIN`` items,
+Encodings: ``repeats`` (formats 4 and 5) for arrays of 8-byte items of at least ``_SPARSE_MIN`` items,
 the co-occurrence triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero items, each a
-repeat of a recent one or new, in chunks on several threads); ``delta`` (format 4) for an integer
+repeat of a recent one or new, in chunks on several threads); ``delta`` (formats 4 and 5) for an integer
 array where it is smaller than ``zstd``: the differences of consecutive items (wrapping), byte
 plane by byte plane, compressed (the reservoir's word indices, sorted within each document:
 Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 and 4) for the rest, the items' bytes

@@ -438,7 +438,7 @@ class Ingest:
         meta = {
             "vocabulary": None if self.vocabulary is None else self.vocabulary.words,
             "warmup": [[counts, jsonable_key(key), stream_time, text] for counts, key, stream_time, text in self.warmup],
-            "excerpts": None if self.excerpts is None else [[h, key, text] for h, key, text in self.excerpts.items()],
+            "excerpts": None if self.excerpts is None else self.excerpts.to_state(arrays.get("reservoir.keys", ())),
             "rejections": dict(self.rejections),
             "oov_tokens": self.oov_tokens,
             "documents_truncated": self.documents_truncated,
@@ -458,7 +458,8 @@ class Ingest:
         self.warmup = [(entry[0], restore_key(entry[1]), entry[2] if len(entry) > 2 else None,
                         entry[3] if len(entry) > 3 else None) for entry in meta["warmup"]]
         if self.excerpts is not None and meta.get("excerpts"):
-            self.excerpts = DocumentExcerpts.from_items(self.excerpts.capacity, self.excerpts.kind, meta["excerpts"])
+            self.excerpts = DocumentExcerpts.from_state(self.excerpts.capacity, self.excerpts.kind, meta["excerpts"],
+                                                        arrays.get("reservoir.keys", ()))
         if self.reservoir is not None:
             self.reservoir.load_state_dict({k[len("reservoir."):]: v for k, v in arrays.items()
                                             if k.startswith("reservoir.")})

@@ -4,15 +4,16 @@ chunks compressed in parallel.
 
 The co-occurrence triangle's nonzero cells are sums of per-document fractions: their mantissas
 are random bits, but half of them equal another cell's (a pair seen in one document only gets
-that document's fraction, shared by its other pairs), mostly a nearby one. Each chunk of
-``CHUNK`` items is scanned once: a bitmap of the nonzero items; for each nonzero item a bit saying
-whether it repeats a value still in the encoder's table of recent values (2 ** ``TABLE_BITS``
-slots, addressed by a hash of the value), then either the distance back to the value's last
-occurrence among the chunk's nonzero items (three bytes, by plane) or the value itself. The
-decoder needs no table: it copies the item that distance back. New values are split into byte
-planes, so Zstandard codes the sign and exponent bytes (nearly constant) apart from the random
-low mantissa bytes. Reuters-21578's triangle: 24.5 MB against 28.9 MB for format 3 (Zstandard
-level 1 over the nonzero items; byte planes of all of them: 34.4 MB, as repeats are lost).
+that document's fraction, shared by its other pairs), mostly a nearby one. An array of at most
+``WHOLE`` items is one chunk, a larger one chunks of ``CHUNK`` items. Each chunk is scanned once:
+a bitmap of the nonzero items; for each nonzero item a bit saying whether it repeats a value
+still in the encoder's table of recent values (slots addressed by a hash of the value: see
+:func:`_layout`), then either the distance back to the value's last occurrence among the chunk's
+nonzero items (three bytes, by plane) or the value itself. The decoder needs no table: it copies
+the item that distance back. New values are split into byte planes, so Zstandard codes the sign
+and exponent bytes (nearly constant) apart from the random low mantissa bytes. Reuters-21578's
+triangle (11.7 million items): 23.4 MB against 28.9 MB for format 3 (Zstandard level 1 over the
+nonzero items; byte planes of all of them: 34.4 MB, as repeats are lost).
 
 A chunk's parts are one Zstandard frame, chunks are encoded and decoded on several threads (the
 kernels and Zstandard release the GIL), and the comparisons are of bit patterns: decoding gives
@@ -33,21 +34,26 @@ try:
 except ImportError:
     from backports import zstd  # the same module for older Pythons
 
-CHUNK = 1 << 22  # items per chunk (at most 2 ** 24: distances take three bytes)
-TABLE_BITS = 18  # Reuters-21578, chunks of 2 ** 20 / 2 ** 22 / 2 ** 23 items, 2 ** 18 slots: 24.8 / 24.5 /
-# 24.4 MB, 2 ** 20 slots: 24.6 / 24.0 / 23.8 MB, but at V = 15,000 2 ** 20 slots take 2.2 times as long
+WHOLE = 1 << 24  # items of an array kept in one chunk (at most 2 ** 24: distances take three bytes)
+CHUNK = 1 << 22  # items per chunk of a larger array: chunks encode on several threads
+WHOLE_TABLE_BITS = 22  # most slots of a whole array's table; Reuters-21578 (one chunk): 2 ** 18 / 20 / 22 slots
+# 24.3 / 23.7 / 23.4 MB; chunks of 2 ** 22 items: 24.4 MB
+CHUNK_TABLE_BITS = 18  # slots of a chunk's table: at V = 15,000 (112 million items) 2 ** 20 slots took 2.2 times as long
 _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of value * 2 ** 64 / phi
 _LEVEL = 1
 
 
 def encode(words: np.ndarray) -> dict[str, bytes]:
-    """``{"index", "frames"}`` for a 1-D ``uint64`` array: see the module docstring. The index
-    is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero items and hits."""
-    starts, scratch, room = range(0, words.size, CHUNK), threading.local(), min(CHUNK, words.size)
+    """``{"index", "frame0", "frame1", ...}`` for a 1-D ``uint64`` array: see the module
+    docstring. The index is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero
+    items and hits. Each chunk's frame is a part of its own (no copy joins them; they are hashed
+    apart, on several threads)."""
+    chunk, bits = _layout(words.size)
+    starts, scratch, room = range(0, words.size, chunk), threading.local(), min(chunk, words.size)
     with ThreadPoolExecutor(_threads(len(starts))) as pool:
-        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + CHUNK], scratch, room), starts))
-    index = [CHUNK] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
-    return {"index": np.array(index, "<i8").tobytes(), "frames": b"".join(frame for frame, _, _ in chunks)}
+        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + chunk], bits, scratch, room), starts))
+    index = [chunk] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
+    return {"index": np.array(index, "<i8").tobytes(), **{f"frame{c}": frame for c, (frame, _, _) in enumerate(chunks)}}
 
 
 def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
@@ -60,10 +66,7 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
     table = index[1:].reshape(-1, 3) if index.size % 3 == 1 else None
     if table is None or table.shape[0] != -(-size // chunk) or (table < 0).any():
         raise ValueError(f"a chunk index of {index.size} numbers for {size} items")
-    ends = np.cumsum(table[:, 0])
-    frames = memoryview(parts["frames"])
-    if table.shape[0] and ends[-1] != len(frames) or not table.shape[0] and len(frames):
-        raise ValueError("the frames do not match the chunk index")
+    frames = _frames(parts, table[:, 0])
     flat, scratch = np.empty(size, np.uint64), threading.local()
 
     def decode_chunk(c):
@@ -71,7 +74,7 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
         nonzero, hits = int(table[c, 1]), int(table[c, 2])
         if hits > nonzero or nonzero > cells.size:
             raise ValueError(f"chunk {c}: {nonzero} nonzero items and {hits} hits of {cells.size}")
-        payload = np.frombuffer(zstd.decompress(frames[ends[c] - table[c, 0]:ends[c]]), np.uint8)
+        payload = np.frombuffer(zstd.decompress(frames[c]), np.uint8)
         bounds = np.cumsum([0, (cells.size + 7) // 8, (nonzero + 7) // 8, 3 * hits, 8 * (nonzero - hits)])
         if payload.size != bounds[-1]:
             raise ValueError(f"chunk {c}: {payload.size} bytes, not {bounds[-1]}")
@@ -89,24 +92,47 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
     return flat
 
 
+def _frames(parts: dict[str, bytes], lengths: np.ndarray) -> list:
+    """Each chunk's frame: the parts ``frame0``, ``frame1``, ... (format 5), or slices of the
+    one part ``frames`` (format 4); ValueError unless their lengths are the index's."""
+    if "frames" in parts:
+        joined, ends = memoryview(parts["frames"]), np.cumsum(lengths)
+        if len(joined) != (ends[-1] if lengths.size else 0):
+            raise ValueError("the frames do not match the chunk index")
+        return [joined[end - length:end] for end, length in zip(ends, lengths)]
+    frames = [parts.get(f"frame{c}") for c in range(lengths.size)]
+    if len(parts) != lengths.size + 1 or any(f is None or len(f) != n for f, n in zip(frames, lengths)):
+        raise ValueError("the frames do not match the chunk index")
+    return frames
+
+
+def _layout(size: int) -> tuple[int, int]:
+    """Items per chunk and the table's bits for an array of ``size`` items: a small array is one
+    chunk with a table of about a quarter of its items (more repeats found; the time is small
+    anyway), a large one chunks on several threads with a table that stays in the caches."""
+    if size <= WHOLE:
+        return WHOLE, min(WHOLE_TABLE_BITS, max(8, size.bit_length() - 2))
+    return CHUNK, CHUNK_TABLE_BITS
+
+
 def _threads(tasks: int) -> int:
     return max(1, min(tasks, numba.get_num_threads()))
 
 
-def _encode_chunk(words: np.ndarray, scratch: threading.local, room: int) -> tuple[bytes, int, int]:
+def _encode_chunk(words: np.ndarray, bits: int, scratch: threading.local, room: int) -> tuple[bytes, int, int]:
     """One chunk's Zstandard frame (bitmap, hit bits, distances by byte plane, new values by
-    byte plane), its nonzero items and its hits. The buffers (for ``room`` items) are the
-    thread's ``scratch``, one set a thread: allocating them (the table too) for each chunk kept
-    two threads slower than one (V = 15,000: the scans took 0.56 s on two threads, 0.39 s on one;
-    0.23 s on two with one set a thread)."""
+    byte plane), its nonzero items and its hits, with a table of 2 ** ``bits`` slots. The buffers
+    (for ``room`` items) are the thread's ``scratch``, one set a thread: allocating them (the
+    table too) for each chunk kept two threads slower than one."""
     if not hasattr(scratch, "buffers"):
-        scratch.buffers = (np.empty(1 << TABLE_BITS, np.uint64), np.empty(1 << TABLE_BITS, np.int32),
+        scratch.buffers = (np.empty((1 << bits, 2), np.uint64), np.empty(room, np.uint64),
                            np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, room), np.uint8),
                            np.empty((8, room), np.uint8))
-    values, last, bitmaps, codes, literals = scratch.buffers
+    table, nonzero_items, bitmaps, codes, literals = scratch.buffers
     bitmaps[:] = 0
     mask, flags = bitmaps[0, :(words.size + 7) // 8], bitmaps[1]
-    nonzero, hits = _scan_chunk(words, TABLE_BITS, values, last, mask, flags, codes, literals)
+    nonzero = _compact_nonzero(words, mask, nonzero_items)
+    hits = _code_repeats(nonzero_items[:nonzero], bits, table, flags, codes, literals)
     compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.compression_level: _LEVEL,
                                               zstd.CompressionParameter.checksum_flag: 1})
     pieces = [mask, flags[:(nonzero + 7) // 8], *codes[:, :hits], *literals[:, :nonzero - hits]]
@@ -115,38 +141,51 @@ def _encode_chunk(words: np.ndarray, scratch: threading.local, room: int) -> tup
 
 
 @njit(cache=True, nogil=True)
-def _scan_chunk(words, bits, values, last, mask, flags, codes, literals):
-    """Fill the zeroed ``mask`` and ``flags`` and the planes ``codes`` and ``literals``, with a
-    table of 2 ** ``bits`` ``values`` (zeroed here) and where each last occurred among the
-    nonzero items (``last``, read only where ``values`` matched); returns (nonzero items, hits)."""
-    values[:] = 0
-    shift = np.uint64(64 - bits)
-    nonzero = hits = 0
+def _compact_nonzero(words, mask, nonzero_items):
+    """Set ``mask``'s bit of each nonzero item (``mask`` zeroed) and copy those items to the
+    front of ``nonzero_items``; returns how many. Branch-free: a branch on each item's zero test
+    mispredicted often enough to take most of a scan's time (V = 15,000: 0.47 s against 0.31 s
+    for this pass and :func:`_code_repeats`)."""
+    count = 0
     for i in range(words.size):
         value = words[i]
-        if value == 0:
-            continue
-        mask[i >> 3] |= np.uint8(1 << (i & 7))
+        nonzero_items[count] = value  # overwritten by the next item unless this one is kept
+        kept = value != 0
+        mask[i >> 3] |= np.uint8(kept) << np.uint8(i & 7)
+        count += kept
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _code_repeats(items, bits, table, flags, codes, literals):
+    """Fill the zeroed ``flags`` and the planes ``codes`` and ``literals`` for the nonzero
+    ``items``, with a ``table`` of 2 ** ``bits`` rows (zeroed here): a value and where it last
+    occurred among the items (read only where the value matched), side by side so one cache line
+    holds both; returns the hits."""
+    table[:, 0] = 0
+    shift = np.uint64(64 - bits)
+    hits = 0
+    for i in range(items.size):
+        value = items[i]
         slot = (value * _HASH) >> shift
-        if values[slot] == value:
-            flags[nonzero >> 3] |= np.uint8(1 << (nonzero & 7))
-            distance = nonzero - last[slot]
+        if table[slot, 0] == value:
+            flags[i >> 3] |= np.uint8(1 << (i & 7))
+            distance = i - np.int64(table[slot, 1])
             for plane in range(3):
                 codes[plane, hits] = np.uint8((distance >> (8 * plane)) & 0xFF)
             hits += 1
         else:
-            values[slot] = value
-            new = nonzero - hits
+            table[slot, 0] = value
+            new = i - hits
             for plane in range(8):
                 literals[plane, new] = np.uint8((value >> np.uint64(8 * plane)) & np.uint64(0xFF))
-        last[slot] = nonzero
-        nonzero += 1
-    return nonzero, hits
+        table[slot, 1] = np.uint64(i)
+    return hits
 
 
 @njit(cache=True, nogil=True)
 def _decode_chunk(mask, flags, codes, literals, cells, found):
-    """The inverse of :func:`_scan_chunk` into ``cells``, the nonzero items also into ``found``
+    """The inverse of :func:`_compact_nonzero` and :func:`_code_repeats` into ``cells``, the nonzero items also into ``found``
     (at least as many as ``cells``); 0, or what did not match: 1 the bitmap (its count or
     padding), 2 the hit bits, 3 a distance beyond the chunk's first item, 4 a new value of zero."""
     n_hits = codes.shape[1]

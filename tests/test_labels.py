@@ -222,6 +222,28 @@ def test_excerpt_store_is_bounded_and_keeps_the_smallest_hashes():
     assert merged.merge(DocumentExcerpts.from_items(50, "uniform", uniform.items()[25:])).items() == uniform.items()
 
 
+@pytest.mark.parametrize("kind", ["uniform", "recent"])
+def test_excerpts_saved_in_the_reservoirs_order_or_with_their_hashes(kind):
+    """Excerpts of exactly the reservoir's documents are saved in its order without their hashes;
+    any other excerpts (another set, or recent ones in another order) with them. Both come back."""
+    rng = np.random.default_rng(4)
+    hashes = rng.integers(0, 2**63, size=30).tolist()
+    excerpts = DocumentExcerpts(50, kind)
+    for h in hashes:
+        excerpts.add(h, f"k{h}", f"text {h}")
+    reservoir_order = sorted(hashes) if kind == "uniform" else hashes
+    cases = [(reservoir_order, dict), (reservoir_order[:-1], list), (reservoir_order + [7], list)]
+    if kind == "recent":
+        cases.append((hashes[::-1], list))
+    for keys, form in cases:
+        state = json.loads(json.dumps(excerpts.to_state(np.array(keys, np.uint64))))
+        assert isinstance(state, form)
+        back = DocumentExcerpts.from_state(50, kind, state, np.array(keys, np.uint64))
+        assert sorted(back.items()) == sorted(excerpts.items())
+        if kind == "recent":
+            assert back.items() == excerpts.items()
+
+
 def test_warm_up_documents_keep_their_text_through_a_save(tmp_path):
     model = StreamingTopicModel(3, warmup_documents=200, vocabulary_size=40, anchor_min_df=5,
                                 reservoir_size=500, refine_iterations=3)
@@ -258,7 +280,8 @@ def test_save_and_load_keep_labels_coherence_representatives_and_excerpts(model_
     assert loaded.snapshot.labels == model.snapshot.labels
     np.testing.assert_array_equal(loaded.snapshot.coherence, model.snapshot.coherence)
     assert loaded.snapshot.representatives == model.snapshot.representatives
-    assert loaded.ingest.excerpts.items() == model.ingest.excerpts.items()
+    assert sorted(loaded.ingest.excerpts.items()) == sorted(model.ingest.excerpts.items())
+    assert "in_reservoir_order" in read_state(tmp_path / "m.state")[1]["excerpts"]  # no hashes twice
     assert loaded.lineage.labels == model.lineage.labels
     assert loaded.history.records == model.history.records
 

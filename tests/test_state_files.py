@@ -70,7 +70,7 @@ def test_a_model_comes_back_bit_for_bit_in_the_new_format(tmp_path):
     model.learn_many(documents(500, 2), stream_times=[float(t) for t in range(500)])
     path = model.save(tmp_path / "model.state")
     with np.load(path) as archive:
-        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 4
+        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 5
     assert_same_bits(model_arrays(model), model_arrays(StreamingTopicModel.load(path)))
 
 
@@ -111,7 +111,8 @@ def odd_bit_patterns(n: int, seed: int) -> np.ndarray:
     np.array([5, -3, 2 ** 31 - 1, -2 ** 31] * 5000, np.int32), np.arange(0, 3 * 70_000, 3, dtype=">i4")],
     ids=lambda array: f"{array.dtype}{list(array.shape)}")
 def test_an_encoding_gives_back_the_same_bytes(array, monkeypatch):
-    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)  # many chunks, one of them short
+    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)  # many chunks, one of them short
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
     encoding, parts = encode(array)
     back = decode(encoding, parts, array.dtype.str, list(array.shape))
     assert (back.dtype, back.shape, back.tobytes()) == (array.dtype, array.shape, array.tobytes())
@@ -120,7 +121,8 @@ def test_an_encoding_gives_back_the_same_bytes(array, monkeypatch):
 
 def test_values_that_share_a_slot_come_back(monkeypatch):
     """Values that hash to one slot of the repeat table take it from each other in turn."""
-    slot = lambda values: (values * repeat_encoding._HASH) >> np.uint64(64 - repeat_encoding.TABLE_BITS)
+    bits = repeat_encoding._layout(90_000)[1]
+    slot = lambda values: (values * repeat_encoding._HASH) >> np.uint64(64 - bits)
     candidates = np.arange(1, 5_000_000, dtype=np.uint64) << np.uint64(20)
     same = candidates[slot(candidates) == slot(candidates[:1])][:3]
     assert same.size == 3
@@ -130,14 +132,30 @@ def test_values_that_share_a_slot_come_back(monkeypatch):
     assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
 
 
+def test_format_4_joined_frames_still_decode(monkeypatch):
+    """Format 4 stored a triangle's chunk frames as one part, ``frames``: it reads as before."""
+    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
+    array = odd_bit_patterns(100_000, 8)
+    _, parts = encode(array)
+    frames = [parts[f"frame{c}"] for c in range(len(parts) - 1)]
+    assert len(frames) == 7
+    joined = {"index": parts["index"], "frames": b"".join(frames)}
+    assert decode("repeats", joined, "<f8", [array.size]).tobytes() == array.tobytes()
+    with pytest.raises(ValueError):
+        decode("repeats", dict(joined, frames=joined["frames"][:-1]), "<f8", [array.size])
+
+
 def test_repeats_parts_that_do_not_fit_are_a_value_error(monkeypatch):
     """Parts whose checksums hold but which do not make the array (a writer's bug, not damage)
     raise, never write outside the array."""
+    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)
     monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
     array = odd_bit_patterns(100_000, 7)
     _, parts = encode(array)
     index = np.frombuffer(parts["index"], "<i8")
-    damaged = [dict(parts, frames=parts["frames"][:-1]), dict(parts, index=parts["index"][:-8])]
+    damaged = [dict(parts, frame0=parts["frame0"][:-1]), dict(parts, index=parts["index"][:-8]),
+               {k: v for k, v in parts.items() if k != "frame1"}]
     # index: items per chunk, then per chunk: frame bytes, nonzero items, hits
     for position, delta in ((0, 8), (0, 1), (0, 1 << 24), (1, 1), (2, 1), (2, -1), (3, 1), (3, -1)):
         changed = index.copy()

@@ -136,6 +136,28 @@ class DocumentExcerpts:
             excerpts.add(int(key_hash), key, text)
         return excerpts
 
+    def to_state(self, reservoir_keys) -> list | dict:
+        """What a state file keeps (JSON): when the excerpts are of the very documents the
+        reservoir keeps (``reservoir_keys``, its key hashes in its order; the usual case), their
+        keys and texts in that order, as ``{"in_reservoir_order": [[key, text], ...]}``, for the
+        hashes are in the reservoir's array already (Reuters-21578: 0.31 of the metadata's 1.77 MB
+        compressed); otherwise ``[key_hash, key, text]`` of each (recent: oldest first)."""
+        items = self.items()
+        by_hash = {key_hash: [key, text] for key_hash, key, text in items}
+        hashes = [int(key_hash) for key_hash in reservoir_keys]
+        same = list(by_hash) == hashes if self.kind == "recent" else (
+            len(hashes) == len(by_hash) and by_hash.keys() == set(hashes))
+        if same:
+            return {"in_reservoir_order": [by_hash[key_hash] for key_hash in hashes]}
+        return [[key_hash, key, text] for key_hash, key, text in items]
+
+    @classmethod
+    def from_state(cls, capacity: int, kind: str, state: list | dict, reservoir_keys) -> "DocumentExcerpts":
+        """The excerpts :meth:`to_state` wrote, with the reservoir's key hashes it was given."""
+        if isinstance(state, dict):
+            state = [(key_hash, key, text) for key_hash, (key, text) in zip(reservoir_keys, state["in_reservoir_order"])]
+        return cls.from_items(capacity, kind, state)
+
 
 def _known(batch: DocumentBatch, n_words: int) -> DocumentBatch:
     """The batch without the words the snapshot has no row for (admitted after it)."""
