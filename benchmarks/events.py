@@ -12,6 +12,14 @@ burn-in ended that are present at the end.
   ``--data`` for another folder) in a seeded random order, the vocabulary learned from the
   warm-up as a user's replay learns it.
 
+A **staged** stream, ``staged-20newsgroups``, is the real archive with its newsgroups brought in
+one at a time: half of them (seeded) from the start, the others starting at 40, 45, ..., 85 % of the
+stream's time line (each document at a uniform time between its group's start and the end; the
+archive in time order). A birth *finds* a newsgroup's start when, at the refresh that announced it,
+the born topic's mean inferred mixture weight (``model.infer``) over 50 of each newsgroup's posts
+is highest for a newsgroup that started at most ``--window`` refreshes before; recall and
+precision as below, over the starts after the burn-in (``starts_in_burn_in`` counts the others).
+
 A **planted** stream, ``planted-<corpus>``, is the Gibbs-truth stream with a story: its last
 ``--planted`` truth topics are absent until a third of the stream and then start; the
 ``--planted`` before them stop at two thirds (Dirichlet(alpha) mixtures over the topics alive).
@@ -26,6 +34,7 @@ refinement's reservoir of recent documents must forget it too.
 
     python -m benchmarks.events
     python -m benchmarks.events --streams planted-20newsgroups --variants default forget=half_life=20000
+    python -m benchmarks.events --streams staged-20newsgroups --archive-every 1000
 """
 
 from __future__ import annotations
@@ -49,7 +58,10 @@ from streamtopics.synthetic import sample_documents
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARCHIVES = {"20newsgroups": "20newsgroups-bydate/20news-bydate.jsonl.gz",
             "reuters": "reuters21578/reuters21578.jsonl.gz"}
-STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "planted-20newsgroups")
+STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "planted-20newsgroups",
+           "staged-20newsgroups")
+STAGED_FIRST, STAGED_STEP = 0.40, 0.05  # where on the time line the first staged newsgroup starts, and the next ones
+MATCH_POSTS = 50  # posts of each newsgroup whose inferred mixtures match a born topic to a newsgroup
 
 
 def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1):
@@ -70,26 +82,84 @@ def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1
     return counts, {"start": (start_at, starting), "stop": (stop_at, stopping)}
 
 
-def archive_texts(corpus: str, data: Path, seed: int) -> list[str]:
-    """The archive's texts (title and body where it has them) in a seeded random order."""
-    texts = []
+def archive_records(corpus: str, data: Path) -> tuple[list[str], list[str | None]]:
+    """The archive's texts (title and body where it has them) and labels, in file order."""
+    texts, labels = [], []
     with gzip.open(data / ARCHIVES[corpus], "rt", encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
             text = " ".join(str(record[f]) for f in ("title", "body", "text") if record.get(f))
             if text:
                 texts.append(text)
+                labels.append(record.get("label"))
+    return texts, labels
+
+
+def archive_texts(corpus: str, data: Path, seed: int) -> list[str]:
+    """The archive's texts in a seeded random order."""
+    texts, _ = archive_records(corpus, data)
     order = np.random.default_rng(seed).permutation(len(texts))
     return [texts[i] for i in order]
 
 
-def follow(model: StreamingTopicModel, chunks) -> list:
-    """Feed the chunks, refreshing after each; every snapshot."""
+def staged_stream(data: Path, seed: int) -> tuple[list[str], list[str], dict[str, int], dict[str, list[str]]]:
+    """20 Newsgroups with its newsgroups brought in one at a time (see the module docstring): the
+    texts in time order, their newsgroups, where each staged newsgroup's first post is, and
+    ``MATCH_POSTS`` posts of every newsgroup to match born topics with."""
+    texts, labels = archive_records("20newsgroups", data)
+    rng = np.random.default_rng(seed)
+    groups = [str(g) for g in rng.permutation(sorted(set(labels)))]
+    staged = groups[len(groups) // 2:]
+    start = {g: (STAGED_FIRST + STAGED_STEP * staged.index(g) if g in staged else 0.0) for g in groups}
+    times = np.array([rng.uniform(start[g], 1.0) for g in labels])
+    order = np.argsort(times, kind="stable")
+    texts, labels = [texts[i] for i in order], [labels[i] for i in order]
+    first = {g: labels.index(g) for g in staged}
+    samples = {g: [t for t, label in zip(texts, labels) if label == g][::7][:MATCH_POSTS] for g in groups}
+    return texts, labels, first, samples
+
+
+def follow(model: StreamingTopicModel, chunks, after=None) -> list:
+    """Feed the chunks, refreshing after each; every snapshot (with ``after(model, snapshot)``
+    next to it when given)."""
     snapshots = []
     for chunk in chunks:
         model.learn_many(chunk)
-        snapshots.append(model.refresh())
+        snapshot = model.refresh()
+        snapshots.append(snapshot if after is None else (snapshot, after(model, snapshot)))
     return snapshots
+
+
+def born_groups(model: StreamingTopicModel, snapshot, samples: dict[str, list[str]]) -> dict[int, str]:
+    """Each topic born in ``snapshot``: the newsgroup whose sample posts give it the highest mean
+    inferred weight."""
+    born = [event["topic"] for event in snapshot.events if event["type"] == "birth"]
+    if not born:
+        return {}
+    names = list(samples)
+    means = np.array([model.infer(samples[name]).mean(axis=0) for name in names])
+    return {topic: names[int(np.argmax(means[:, snapshot.column(topic)]))] for topic in born}
+
+
+def staged_found(snapshots: list, matches: list, first: dict[str, int], every: int, window: int) -> dict:
+    """Recall, precision and delays of the births after the burn-in against the staged
+    newsgroups' starts (see the module docstring)."""
+    settled = next((i for i, s in enumerate(snapshots) if not s.forming), len(snapshots))
+    changed = {group: position // every for group, position in first.items()}  # the refresh that first saw it
+    findable = {group for group, r in changed.items() if r >= settled}
+    hits, events, delays = set(), 0, []
+    for r, born in enumerate(matches):
+        if r <= settled:
+            continue
+        for group in born.values():
+            events += 1
+            if group in findable - hits and changed[group] <= r <= changed[group] + window:
+                hits.add(group)
+                delays.append(r - changed[group])
+    n = max(len(findable), 1)
+    return {"starts": len(findable), "starts_in_burn_in": len(first) - len(findable), "recall": len(hits) / n,
+            "recall_within_2": sum(d <= 2 for d in delays) / n,
+            "precision": len(hits) / events if events else float("nan"), "births": events, "delays": delays}
 
 
 def churn(snapshots: list) -> dict:
@@ -166,6 +236,14 @@ def main(argv=None) -> None:
 def run_stream(name: str, settings: dict, args) -> dict:
     """One stream's report (see the module docstring) under the model ``settings``."""
     kind, corpus = name.split("-", 1)
+    if kind == "staged":
+        texts, _, first, samples = staged_stream(args.data, args.seed)
+        model = StreamingTopicModel(args.topics, seed=0, **settings)
+        chunks = (texts[s:s + args.archive_every] for s in range(0, len(texts), args.archive_every))
+        followed = follow(model, chunks, lambda model, snapshot: born_groups(model, snapshot, samples))
+        snapshots, matches = [s for s, _ in followed], [m for _, m in followed]
+        return {"documents": len(texts), **churn(snapshots),
+                "staged": staged_found(snapshots, matches, first, args.archive_every, args.window)}
     if kind == "shuffled":
         texts = archive_texts(corpus, args.data, args.seed)
         model = StreamingTopicModel(args.topics, seed=0, **settings)
