@@ -423,8 +423,7 @@ class Ingest:
         too few (or is off)."""
         if self.reservoir is None or len(self.reservoir) < 30:
             return None
-        items = self.reservoir.items()
-        return DocumentBatch.from_pairs([(ids, counts) for ids, counts, _ in items], [h for _, _, h in items])
+        return self.reservoir.batch()
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> tuple[dict, dict]:

@@ -568,6 +568,27 @@ def test_uniform_reservoir_is_bounded_and_order_independent():
     assert [k for _, _, k in recent.items()] == [h for _, _, h in docs[-50:]]
 
 
+@pytest.mark.parametrize("kind", ["uniform", "recent"])
+def test_a_reservoirs_batch_is_its_items_in_order(kind):
+    """The batch a refresh takes holds the kept documents and their key hashes in :meth:`items`
+    order, ties of equal hashes (equal contents) by arrival, hashes past 2 ** 63 included."""
+    rng = np.random.default_rng(17)
+    hashes = rng.integers(0, 2**64, 300, dtype=np.uint64).tolist()
+    hashes[280:290] = [min(hashes)] * 10  # repeats: kept, in arrival order
+    reservoir = Reservoir(250, kind)
+    for i, h in enumerate(hashes):
+        reservoir.add(np.arange(i % 9 + 1, dtype=np.int32) * 3, np.full(i % 9 + 1, i + 1.0), h)
+    batch, items = reservoir.batch(), reservoir.items()
+    assert len(batch) == len(items) == 250
+    for d, (ids, counts, key) in enumerate(items):
+        a, b = batch.indptr[d], batch.indptr[d + 1]
+        np.testing.assert_array_equal(batch.indices[a:b], ids)
+        np.testing.assert_array_equal(batch.counts[a:b], counts)
+        assert int(batch.keys[d]) == key
+    assert max(int(k) for k in batch.keys) > 2**63 and sum(int(k) == min(hashes) for k in batch.keys) >= 10
+    assert len(Reservoir(5, kind).batch()) == 0
+
+
 def test_merged_uniform_reservoirs_hold_the_whole_streams_sample():
     from streamtopics.refresh.reservoir import Reservoir
 

@@ -333,7 +333,7 @@ class CooccurrenceStats(RunningSums):
     def copy(self) -> "CooccurrenceStats":
         """An independent copy (one memcpy of the packed triangle): a consistent view of the sums
         that a refresh in another thread can read while ingestion goes on."""
-        return CooccurrenceStats.from_state_dict({k: np.array(v, copy=True) for k, v in self.state_dict().items()})
+        return CooccurrenceStats.from_state_dict(self.state_dict())  # which copies every array
 
     def _accumulate(self, batch: DocumentBatch, weights: np.ndarray) -> None:
         """Run the ingest kernel over one batch with per-document weights."""

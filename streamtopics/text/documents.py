@@ -78,15 +78,20 @@ class DocumentBatch:
     @classmethod
     def from_pairs(cls, pairs, keys=None) -> "DocumentBatch":
         """A batch from ``(ids, counts)`` pairs (sorted ids); keys default to zeros."""
-        sizes = np.fromiter((ids.size for ids, _ in pairs), dtype=np.int64, count=len(pairs))
-        indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=indptr[1:])
-        if pairs:
-            indices = np.concatenate([ids for ids, _ in pairs]).astype(np.int32, copy=False)
-            counts = np.concatenate([c for _, c in pairs]).astype(np.float64, copy=False)
+        return cls.from_lists([ids for ids, _ in pairs], [counts for _, counts in pairs], keys)
+
+    @classmethod
+    def from_lists(cls, ids: list, counts: list, keys=None) -> "DocumentBatch":
+        """A batch from each document's word ids (sorted) and counts, two lists of arrays; keys
+        default to zeros."""
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), out=indptr[1:])
+        if ids:
+            indices = np.concatenate(ids).astype(np.int32, copy=False)
+            counts = np.concatenate(counts).astype(np.float64, copy=False)
         else:
             indices, counts = np.zeros(0, np.int32), np.zeros(0, np.float64)
-        keys = np.zeros(len(pairs), np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
+        keys = np.zeros(len(ids), np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
         return cls(indptr, indices, counts, keys)
 
     @classmethod
