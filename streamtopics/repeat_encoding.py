@@ -49,9 +49,12 @@ def encode(words: np.ndarray) -> dict[str, bytes]:
     items and hits. Each chunk's frame is a part of its own (no copy joins them; they are hashed
     apart, on several threads)."""
     chunk, bits = _layout(words.size)
-    starts, scratch, room = range(0, words.size, chunk), threading.local(), min(chunk, words.size)
+    starts, scratch = range(0, words.size, chunk), threading.local()
+    room = min(chunk, words.size)
+    nonzero_room = np.count_nonzero(words) if len(starts) == 1 else room  # one chunk: its buffers fit its nonzero items
     with ThreadPoolExecutor(_threads(len(starts))) as pool:
-        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + chunk], bits, scratch, room), starts))
+        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + chunk], bits, scratch, room,
+                                                           nonzero_room), starts))
     index = [chunk] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
     return {"index": np.array(index, "<i8").tobytes(), **{f"frame{c}": frame for c, (frame, _, _) in enumerate(chunks)}}
 
@@ -119,15 +122,17 @@ def _threads(tasks: int) -> int:
     return max(1, min(tasks, numba.get_num_threads()))
 
 
-def _encode_chunk(words: np.ndarray, bits: int, scratch: threading.local, room: int) -> tuple[bytes, int, int]:
+def _encode_chunk(words: np.ndarray, bits: int, scratch: threading.local, room: int,
+                  nonzero_room: int) -> tuple[bytes, int, int]:
     """One chunk's Zstandard frame (bitmap, hit bits, distances by byte plane, new values by
     byte plane), its nonzero items and its hits, with a table of 2 ** ``bits`` slots. The buffers
-    (for ``room`` items) are the thread's ``scratch``, one set a thread: allocating them (the
-    table too) for each chunk kept two threads slower than one."""
+    (for chunks of up to ``room`` items, ``nonzero_room`` of them nonzero) are the thread's
+    ``scratch``, one set a thread: allocating them (the table too) for each chunk kept two threads
+    slower than one."""
     if not hasattr(scratch, "buffers"):
-        scratch.buffers = (np.empty((1 << bits, 2), np.uint64), np.empty(room, np.uint64),
-                           np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, room), np.uint8),
-                           np.empty((8, room), np.uint8))
+        scratch.buffers = (np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64),
+                           np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, nonzero_room), np.uint8),
+                           np.empty((8, nonzero_room), np.uint8))
     table, nonzero_items, bitmaps, codes, literals = scratch.buffers
     bitmaps[:] = 0
     mask, flags = bitmaps[0, :(words.size + 7) // 8], bitmaps[1]
