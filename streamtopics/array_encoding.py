@@ -1,15 +1,15 @@
 """How a state file stores one array, losslessly and compactly.
 
-Encodings: ``repeats`` (formats 4 and 5) for arrays of 8-byte items of at least ``_SPARSE_MIN`` items,
-the co-occurrence triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero items, each a
-repeat of a recent one or new, in chunks on several threads); ``delta`` (formats 4 and 5) for an integer
-array where it is smaller than ``zstd``: the differences of consecutive items (wrapping), byte
-plane by byte plane, compressed (the reservoir's word indices, sorted within each document:
-Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 and 4) for the rest, the items' bytes
-compressed with Zstandard, 1-byte items (the metadata's JSON) at a higher level; ``nonzero``
-(format 3, read only) for a mostly zero 8-byte array: a bitmap of the items whose bit pattern is
-not zero and those items in order, each compressed. Decoding gives back the same bytes, -0.0 and
-NaN payloads included.
+Encodings: ``repeats`` (formats 4 and 5) for arrays of 8-byte items of at least ``_SPARSE_MIN``
+items, the co-occurrence triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero
+items, each a repeat of a recent one or new, in chunks on several threads); ``delta`` (formats 4
+and 5) for an integer array where it is smaller than ``zstd``: the differences of consecutive
+items (wrapping), byte plane by byte plane, compressed (the reservoir's word indices, sorted
+within each document: Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 to 5) for the
+rest, the items' bytes compressed with Zstandard, 1-byte items (the metadata's JSON) at a higher
+level; ``nonzero`` (format 3, read only) for a mostly zero 8-byte array: a bitmap of the items
+whose bit pattern is not zero and those items in order, each compressed. Decoding gives back the
+same bytes, -0.0 and NaN payloads included.
 """
 
 from __future__ import annotations

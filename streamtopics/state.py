@@ -36,7 +36,7 @@ from .array_encoding import decode, encode
 FORMAT = "streamtopics-state"
 FORMAT_VERSION = 5  # 5: the triangle's chunks apart; 4: the triangle's repeats coded; 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
 _MANIFEST = "__manifest__"
-_META = "__meta__"  # formats 3 and 4: the metadata, an encoded array of JSON bytes
+_META = "__meta__"  # formats 3 to 5: the metadata, an encoded array of JSON bytes
 
 
 class CorruptStateError(ValueError):
