@@ -2,14 +2,14 @@
 
 A state file is an ``.npz`` archive (uncompressed zip) with a ``__manifest__`` entry. Formats 3
 to 5 store every array as :mod:`~streamtopics.array_encoding` encodes it (formats 4 and 5: the
-co-occurrence triangle as its nonzero items, repeats of recent ones coded by their slot, format 5
-with each chunk's frame an entry of its own; format 3: as a bitmap and its nonzero items; the
-rest compressed with Zstandard), and the metadata as
-one more encoded entry (JSON bytes, ``__meta__``); the manifest (JSON) gives each array's dtype,
-shape and encoding, the SHA-256 of every stored entry and its own SHA-256. Checksumming the stored
-bytes, not the decoded arrays, hashes a sixth as much (V = 15,000, 20 Newsgroups) and still
-covers every byte; the entries are hashed on several threads. Formats 1 (arrays uncompressed,
-their SHA-256s), 2 (the metadata checksummed too), 3 and 4 are still read.
+co-occurrence triangle as its nonzero items, repeats of recent ones coded by their slot, format
+5 with each chunk's frame an entry of its own; format 3: as a bitmap and its nonzero items; the
+rest compressed with Zstandard), and the metadata as one more encoded entry (JSON bytes,
+``__meta__``); the manifest (JSON) gives each array's dtype, shape and encoding, the SHA-256 of
+every stored entry and its own SHA-256. Checksumming the stored bytes, not the decoded arrays,
+hashes a sixth as much (V = 15,000, 20 Newsgroups) and still covers every byte; the entries are
+hashed on several threads. Formats 1 (arrays uncompressed, their SHA-256s), 2 (the metadata
+checksummed too), 3 and 4 are still read.
 
 Writes go to a temporary file in the same directory, are fsynced, then renamed over the target
 (and the directory fsynced), so a crash leaves either the old file or the new one, never a torn
