@@ -77,7 +77,7 @@ class Reservoir:
     def batch(self) -> DocumentBatch:
         """The kept documents with their key hashes, in :meth:`items` order, as one batch. A
         refresh takes it while ingestion waits: ordered by arrays of hashes and arrivals, not by
-        sorting tuples (40,000 documents: 0.11 s, against 0.23 s through :meth:`items`)."""
+        sorting tuples (40,000 documents: 0.11 s against 0.17 s through :meth:`items`, one run)."""
         if self.kind == "recent":
             kept = list(self.documents)
             keys = np.array([key_hash for _, _, key_hash in kept], np.uint64)
