@@ -16,6 +16,7 @@ from streamtopics.refresh.candidate_clustering import (
 from streamtopics.statistics.directions import document_directions
 from streamtopics.statistics.trackers import (
     DEFAULT_N_PROJECTIONS,
+    NEIGHBOUR_DIMENSIONS,
     RandomProjectionTracker,
     n_projections_for_topics,
 )
@@ -238,6 +239,38 @@ def test_sums_equal_numpy_reference():
     np.testing.assert_allclose(tr.signal_z()[seen], reference_signal_z(S, U, tr.n_docs, noise)[seen], rtol=1e-9, atol=1e-9)
     # the sums are not trivially zero
     assert np.abs(tr.P).max() > 1.0
+
+
+def test_pooled_signal_z_equals_numpy_reference():
+    # each allowed word's noise pooled with its 3 nearest allowed words in the first
+    # NEIGHBOUR_DIMENSIONS snr projections, against reference sums, a brute-force neighbour search and a plain loop
+    rng = np.random.default_rng(4)
+    V, P, B = 90, NEIGHBOUR_DIMENSIONS + 20, 400
+    indptr, indices, counts = random_batch(rng, B, V, empty_every=53)
+    keys = rng.integers(0, 2**64 - 1, size=B, dtype=np.uint64)
+    tr = RandomProjectionTracker(V, n_projections=P, seed=3)
+    tr.update(indptr, indices, counts, keys)
+    S, T, U, Pm = reference_sums(indptr, indices, counts, keys, V, P, 3)
+    noise = reference_noise_sums(indptr, indices, counts, V)
+    M, n = S.sum(), tr.n_docs
+    p = S / M
+    numerator, variance = U - S * S * n / M**2, p * p * noise[0] + p**3 * noise[1]
+    f = np.clip(numerator / (T - S * S * n / M**2), 0.0, 1.0)
+    allowed = (S > 0) & (np.arange(V) % 5 != 0)
+    words = np.flatnonzero(allowed)
+    rows = (f[words, None] * (Pm[words] / S[words, None] - Pm.sum(0) / M))[:, :NEIGHBOUR_DIMENSIONS]
+    expected = np.zeros(V)
+    for a, word in enumerate(words):
+        distance = ((rows - rows[a]) ** 2).sum(axis=1)
+        distance[a] = -1.0
+        pool = words[np.argsort(distance)[:4]]
+        expected[word] = numerator[pool].sum() / np.sqrt(variance[pool].sum())
+    np.testing.assert_allclose(tr.pooled_signal_z(allowed, neighbours=3), expected, rtol=1e-9, atol=1e-9)
+    # one word alone pools nothing: its own z
+    single = np.zeros(V, bool)
+    single[words[0]] = True
+    np.testing.assert_allclose(tr.pooled_signal_z(single)[words[0]], tr.signal_z()[words[0]], rtol=1e-12)
+    assert np.count_nonzero(tr.pooled_signal_z(single)) == 1
 
 
 def test_batch_split_is_bit_identical_and_order_only_rounds():

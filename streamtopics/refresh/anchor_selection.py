@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from ..config import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
-from .candidate_clustering import rp_anchor_groups
+from .candidate_clustering import cluster_candidates, rp_anchor_groups
 from .rectification import rectified_rows
 from .statistics_view import normalised_rows
 
@@ -26,27 +26,29 @@ class NotEnoughCandidatesError(ValueError):
 
 
 #: A tracker candidate's row must stand out from the corpus-average row by at least this many standard errors
-#: of its sampling noise (:meth:`~streamtopics.statistics.trackers.RandomProjectionTracker.signal_z`): the
-#: random projections' extremes are otherwise taken by rare words whose rows are noise. On Ding et al.'s noisy
-#: swimmer (256 images of 200 pixels) the background pixels' z stays below 5 (median 0) while the limb pixels'
-#: reaches 5-13, and the limbs recovered of 16 rose from 6-11 to 14-16 (rp and hybrid, seeds 0-9); 4 (about
-#: Bonferroni's 5 % over 1,024 words) let a background pixel in on some seeds (`benchmarks/swimmer.py`).
+#: of its sampling noise, pooled over the word and its :data:`POOLED_NEIGHBOURS` nearest eligible words
+#: (:meth:`~streamtopics.statistics.trackers.RandomProjectionTracker.pooled_signal_z`): the random projections'
+#: extremes are otherwise taken by rare words whose rows are noise. A word's own z does not separate the two on Ding
+#: et al.'s noisy swimmer (256 images of 200 pixels): background pixels reach 5.1, and on some draws no pixel of a
+#: limb reaches 4.9. Pooled over four words, background pixels stay at 4.3 or less and every limb has a pixel at 5.9
+#: or more (seeds 0-11; `benchmarks/swimmer.py`).
 SIGNAL_Z = 5.0
+POOLED_NEIGHBOURS = 3  # a limb has 7 pixels; 2-5 neighbours all gave rp 16 limbs on seeds 0-11
 
 
 def support_mask(view, min_df: int, min_support: float = DEFAULT_RP_MIN_SUPPORT, tracker=None,
                  n_topics: int = 1) -> np.ndarray:
     """Words eligible for the tracker's candidates: document frequency at least ``min_df`` and at
     least the fraction ``min_support`` of the documents seen, some mass, and (given the ``tracker``)
-    a row that stands out from sampling noise (:data:`SIGNAL_Z`) unless fewer than ``n_topics``
-    words do: where no document repeats a word (sets of words, clean images) the noise estimate
-    has nothing to go on and every z is 0 or less."""
+    a row that stands out from sampling noise with its neighbours' (:data:`SIGNAL_Z`) unless fewer
+    than ``n_topics`` words do: where no document repeats a word (sets of words, clean images) the
+    noise estimate has nothing to go on and every z is 0 or less."""
     df = np.asarray(view.document_frequency)
     need = max(float(min_df), float(min_support) * float(view.n_docs))
     mask = (df >= need) & (np.asarray(view.word_mass) > 0)
-    z = None if tracker is None else tracker.signal_z()
+    z = None if tracker is None else tracker.pooled_signal_z(mask, POOLED_NEIGHBOURS)
     if z is not None:
-        distinct = mask & (z[: mask.shape[0]] >= SIGNAL_Z)
+        distinct = mask & (z >= SIGNAL_Z)
         if np.count_nonzero(distinct) >= n_topics:
             return distinct
     return mask
@@ -127,7 +129,10 @@ def random_projection_anchors(request: AnchorRequest) -> np.ndarray:
 
 def hybrid_anchors(request: AnchorRequest) -> np.ndarray:
     """``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
-    of V); with fewer than K of them, the most frequent other eligible words join them."""
+    of V), at most one anchor from each of the K groups Ding et al.'s clustering puts them in
+    (:func:`~streamtopics.refresh.candidate_clustering.cluster_candidates`: on the noisy swimmer two
+    pixels of one limb were otherwise farther apart than a faint limb from the span); with fewer
+    than K candidates, the most frequent other eligible words join them."""
     r = request
     mask = _tracker_support(r)
     pool = r.tracker.candidates(mask)
@@ -141,7 +146,8 @@ def hybrid_anchors(request: AnchorRequest) -> np.ndarray:
         if pool.size < r.n_topics:
             raise _not_enough(pool.size, r.min_df, r.n_topics)
     rows = _few_rows(r.view, pool, r.projection_dim, r.seed)
-    return pool[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup)]
+    groups = cluster_candidates(rows, r.n_topics) if pool.size > r.n_topics else None
+    return pool[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, groups=groups)]
 
 
 #: The selectors by ``anchor_method``: each takes an :class:`AnchorRequest`, returns K word ids.
@@ -170,7 +176,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     there are fewer than K groups, the remaining anchors are greedy FastAnchorWords steps over
     the other frequent words, starting from the span of the groups' anchors.
     ``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
-    of V); if there are fewer than K candidates, the most frequent other eligible words join them.
+    of V), one anchor per group of near-equal rows; if there are fewer than K candidates, the most
+    frequent other eligible words join them.
 
     ``tracker`` (a :class:`~streamtopics.statistics.trackers.RandomProjectionTracker` fed the same documents
     as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support

@@ -20,9 +20,9 @@ Public API
 ----------
 ``RandomProjectionTracker(n_words, n_projections, seed, half_life=None)``  running sums; update /
     subtract (sliding window) / merge / grow / clear_word (open vocabulary) / state_dict /
-    from_state_dict / nbytes / candidates / projections / signal_fraction.  With ``half_life``
-    the sums forget exponentially, lazily, with the same clock as the co-occurrence sums
-    (:class:`~streamtopics.statistics.forgetting.DecayClock`).
+    from_state_dict / nbytes / candidates / projections / signal_fraction / signal_z /
+    pooled_signal_z.  With ``half_life`` the sums forget exponentially, lazily, with the same
+    clock as the co-occurrence sums (:class:`~streamtopics.statistics.forgetting.DecayClock`).
 ``n_projections_for_topics(K)``                      P for ~0.95 anchor recall with K topics
 
 Deviation from the paper, measured (``benchmarks/tracker_recall.py``): ranking by the plain
@@ -56,6 +56,10 @@ _STATE_VERSION = 3  # 3: the noise sums of signal_z; 2: weight_sq and the decay 
 # Documents per internal block in update(): bounds the temporary (block x P) direction matrix.
 # Splitting a batch into blocks does not change any sum (per-word summation is in stream order).
 _DOC_BLOCK = 2048
+
+# Projections pooled_signal_z compares words in: any P of the Gaussian directions are themselves a random projection,
+# and the nearest neighbours need far fewer than the extremes do (swimmer seeds 0-23: 128 finds what all 512 find).
+NEIGHBOUR_DIMENSIONS = 128
 
 
 def n_projections_for_topics(n_topics: int) -> int:
@@ -412,18 +416,63 @@ class RandomProjectionTracker:
         for Poisson lam; A, B are :attr:`noise_sums`). z_i is that numerator over its noise: a row
         whose z is small could be the average row plus noise, however extreme its projections.
         """
+        parts = self._signal_parts()
+        if parts is None:
+            return None
+        numerator, variance = parts
+        z = np.zeros(self.n_words)
+        ok = variance > 0.0
+        z[ok] = numerator[ok] / np.sqrt(variance[ok])
+        return z
+
+    def pooled_signal_z(self, allowed: np.ndarray, neighbours: int = 3) -> np.ndarray | None:
+        """:meth:`signal_z` of each ``allowed`` word (mask, V) pooled with its ``neighbours``
+        nearest allowed words: their numerators summed over the root of their summed noise
+        variances (0 for the words not allowed; None without noise sums).
+
+        A topic's anchor words share one row (a swimmer limb's seven pixels), so their signals add
+        while their noises add in quadrature: a topic none of whose words stands out alone still
+        does together, and a rare word whose row is noise has noise for neighbours. The neighbours
+        are the nearest in the noise-shrunk projections (:meth:`projections`, "snr"), where a
+        noisy row lies near the average and a topic's words lie together. Cost: one
+        allowed-by-allowed distance matrix in :data:`NEIGHBOUR_DIMENSIONS` of the projections,
+        1,024 rows at a time.
+        """
+        parts = self._signal_parts()
+        if parts is None:
+            return None
+        numerator, variance = parts
+        allowed = np.asarray(allowed, dtype=bool).reshape(-1)
+        if allowed.shape[0] != self.n_words:
+            raise ValueError(f"allowed has {allowed.shape[0]} entries, expected {self.n_words}")
+        words = np.flatnonzero(allowed & (self.S > 0.0))
+        pooled = np.zeros(self.n_words)
+        if words.size == 0:
+            return pooled
+        rows = np.ascontiguousarray(self.projections(words, weighting="snr")[:, :NEIGHBOUR_DIMENSIONS])
+        squared = np.einsum("ij,ij->i", rows, rows)
+        m = min(int(neighbours), words.size - 1)
+        for start in range(0, words.size, 1024):
+            block = slice(start, start + 1024)
+            distance = squared[block, None] - 2.0 * (rows[block] @ rows.T) + squared[None, :]
+            own = np.arange(distance.shape[0])
+            distance[own, own + start] = -np.inf  # the word itself is always in its pool
+            pool = words[np.argpartition(distance, m, axis=1)[:, : m + 1]]
+            spread = variance[pool].sum(axis=1)
+            pooled[words[block]] = np.where(spread > 0.0, numerator[pool].sum(axis=1)
+                                            / np.sqrt(np.maximum(spread, 1e-300)), 0.0)
+        return pooled
+
+    def _signal_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(U_i - S_i^2/M, its noise variance p^2 A + p^3 B) per word for :meth:`signal_z`; None
+        without noise sums (both 0 before any document)."""
         if self.noise_sums is None:
             return None
         tot = float(self.S.sum())
         if tot <= 0.0:
-            return np.zeros(self.n_words)
-        s2 = self._average_part(tot)
+            return np.zeros(self.n_words), np.zeros(self.n_words)
         p = self.S / tot
-        noise = np.sqrt(p * p * self.noise_sums[0] + p * p * p * self.noise_sums[1])
-        z = np.zeros(self.n_words)
-        ok = noise > 0.0
-        z[ok] = (self.U[ok] - s2[ok]) / noise[ok]
-        return z
+        return self.U - self._average_part(tot), p * p * self.noise_sums[0] + p * p * p * self.noise_sums[1]
 
     def projections(self, words=None, weighting: str = "snr") -> np.ndarray:
         """Projections of the normalised rows of the given words (all by default), (n, P).
