@@ -245,11 +245,11 @@ def test_tracker_selectors_follow_a_drifting_stream(method):
     half-lives. Their candidates must stand out from the sampling noise of the forgetting sums
     (SIGNAL_Z): K = 5 holds 4 live topics, and the spare slot now goes to a second anchor of the
     newborn, splitting it under min_prevalence for a while, where it went to a junk word before.
-    Measured on stream seeds 1-4 (first birth / first death, documents after the switch), with the
-    noise pooled over each word's neighbours: rp 1100/500, 1200/400, 900/100, 800/300; hybrid
-    1100/500, 100/200, 900/400, 800/400 (each word's own noise: rp 1500/100, 1100/400, 900/1000,
-    800/300, hybrid 1600/100, 1200/400, 1200/1200, 800/400; no noise rule: rp 1100/400, 900/400,
-    700/700, 800/400, hybrid 1200/600, 1000/1900, 1100/1500, 1100/500)."""
+    Measured on stream seeds 1-4 (first birth / first death, documents after the switch): rp (its
+    noise pooled over each word's neighbours too) 100/300, 1100/400, 900/1000, 800/300; hybrid
+    1600/100, 1200/400, 1200/1200, 800/400 (rp with each word's own noise alone 1500/100, 1100/400,
+    900/1000, 800/300; no noise rule: rp 1100/400, 900/400, 700/700, 800/400, hybrid 1200/600,
+    1000/1900, 1100/1500, 1100/500)."""
     stream = drifting_stream(6500, SWITCH, seed=1)
     model = StreamingTopicModel(5, stream.vocabulary, anchor_min_df=20, half_life=HALF_LIFE, anchor_method=method,
                                 batch_size=REFRESH, min_prevalence=0.15)

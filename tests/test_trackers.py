@@ -266,6 +266,9 @@ def test_pooled_signal_z_equals_numpy_reference():
         pool = words[np.argsort(distance)[:4]]
         expected[word] = numerator[pool].sum() / np.sqrt(variance[pool].sum())
     np.testing.assert_allclose(tr.pooled_signal_z(allowed, neighbours=3), expected, rtol=1e-9, atol=1e-9)
+    # asked for some words only: theirs, their neighbours still among all allowed; 0 for the rest
+    asked = allowed & (np.arange(V) % 3 == 0)
+    np.testing.assert_allclose(tr.pooled_signal_z(allowed, 3, asked), np.where(asked, expected, 0.0), rtol=1e-9, atol=1e-9)
     # one word alone pools nothing: its own z
     single = np.zeros(V, bool)
     single[words[0]] = True

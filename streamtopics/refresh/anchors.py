@@ -102,7 +102,7 @@ class DependentRowsError(ValueError):
 
 
 def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, keep=None,
-                      stickiness: float = 0.0, groups=None) -> np.ndarray:
+                      stickiness: float = 0.0) -> np.ndarray:
     """Positions (into ``rows``) of ``n_anchors`` extreme rows.
 
     Parameters
@@ -122,10 +122,6 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
         anchor is still (nearly) extreme keeps it, so its identity holds across refreshes; a new
         vertex that is clearly farther still displaces it. ``stickiness=0`` with ``keep`` finds
         the same kind of local optimum as without.
-    groups
-        A label per row (at least ``n_anchors`` labels): at most one anchor per label, in both
-        passes. Rows Ding et al.'s clustering puts together are one topic's words; their noise
-        alone can set two of them farther apart than a weak topic's rows are from the span.
 
     Examples
     --------
@@ -145,18 +141,14 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
     residual = squared_norms.copy()  # squared distance of every row from span(basis)
     anchors = np.empty(n_anchors, np.int64)
     sticky = [] if keep is None else [int(p) for p in dict.fromkeys(np.asarray(keep, np.int64).tolist())]
-    groups = None if groups is None else np.asarray(groups)
-    open_rows = np.ones(n_points, bool)  # rows whose group holds no anchor yet
     for k in range(n_anchors):
-        pick = int(np.argmax(residual if groups is None else np.where(open_rows, residual, -1.0)))
+        pick = int(np.argmax(residual))
         while sticky:  # a previous anchor first, unless it lies in the span already
             first = sticky.pop(0)
-            if open_rows[first] and residual[first] > 1e-6 * residual[pick]:
+            if residual[first] > 1e-6 * residual[pick]:
                 pick = first
                 break
         anchors[k] = pick
-        if groups is not None:
-            open_rows &= groups != groups[pick]
         direction = rows[pick] - coords[pick, :k] @ basis[:k]
         norm = np.linalg.norm(direction)
         if norm <= 1e-12 * max(1.0, np.sqrt(squared_norms[pick])):
@@ -175,8 +167,6 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
         u = _orthonormal_complement(coords[anchors[others]]) if n_anchors > 1 else np.ones(1)
         along_u = coords @ u
         distance = residual + along_u**2
-        if groups is not None:  # the other anchors' groups are taken
-            distance[np.isin(groups, groups[anchors[others]])] = -1.0
         pick = int(np.argmax(distance))
         if pick == anchors[k] or (anchors[k] in previous and distance[pick] <= margin * distance[anchors[k]]):
             continue

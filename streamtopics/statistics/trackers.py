@@ -425,42 +425,44 @@ class RandomProjectionTracker:
         z[ok] = numerator[ok] / np.sqrt(variance[ok])
         return z
 
-    def pooled_signal_z(self, allowed: np.ndarray, neighbours: int = 3) -> np.ndarray | None:
-        """:meth:`signal_z` of each ``allowed`` word (mask, V) pooled with its ``neighbours``
-        nearest allowed words: their numerators summed over the root of their summed noise
-        variances (0 for the words not allowed; None without noise sums).
+    def pooled_signal_z(self, allowed: np.ndarray, neighbours: int = 3, asked: np.ndarray | None = None
+                        ) -> np.ndarray | None:
+        """:meth:`signal_z` of each ``asked`` word (mask, V; default ``allowed``) pooled with its
+        ``neighbours`` nearest ``allowed`` words: their numerators summed over the root of their
+        summed noise variances (0 for the other words; None without noise sums).
 
         A topic's anchor words share one row (a swimmer limb's seven pixels), so their signals add
         while their noises add in quadrature: a topic none of whose words stands out alone still
         does together, and a rare word whose row is noise has noise for neighbours. The neighbours
         are the nearest in the noise-shrunk projections (:meth:`projections`, "snr"), where a
-        noisy row lies near the average and a topic's words lie together. Cost: one
-        allowed-by-allowed distance matrix in :data:`NEIGHBOUR_DIMENSIONS` of the projections,
-        1,024 rows at a time.
+        noisy row lies near the average and a topic's words lie together. Cost: one asked-by-allowed
+        distance matrix in :data:`NEIGHBOUR_DIMENSIONS` of the projections, 1,024 rows at a time.
         """
         parts = self._signal_parts()
         if parts is None:
             return None
         numerator, variance = parts
         allowed = np.asarray(allowed, dtype=bool).reshape(-1)
-        if allowed.shape[0] != self.n_words:
-            raise ValueError(f"allowed has {allowed.shape[0]} entries, expected {self.n_words}")
+        asked = allowed if asked is None else np.asarray(asked, dtype=bool).reshape(-1)
+        if allowed.shape[0] != self.n_words or asked.shape[0] != self.n_words:
+            raise ValueError(f"allowed and asked need {self.n_words} entries")
         words = np.flatnonzero(allowed & (self.S > 0.0))
+        queries = np.flatnonzero(asked & allowed & (self.S > 0.0))
         pooled = np.zeros(self.n_words)
-        if words.size == 0:
+        if queries.size == 0:
             return pooled
         rows = np.ascontiguousarray(self.projections(words, weighting="snr")[:, :NEIGHBOUR_DIMENSIONS])
         squared = np.einsum("ij,ij->i", rows, rows)
+        at = np.searchsorted(words, queries)
         m = min(int(neighbours), words.size - 1)
-        for start in range(0, words.size, 1024):
-            block = slice(start, start + 1024)
+        for start in range(0, queries.size, 1024):
+            block = at[start:start + 1024]
             distance = squared[block, None] - 2.0 * (rows[block] @ rows.T) + squared[None, :]
-            own = np.arange(distance.shape[0])
-            distance[own, own + start] = -np.inf  # the word itself is always in its pool
+            distance[np.arange(block.size), block] = -np.inf  # the word itself is always in its pool
             pool = words[np.argpartition(distance, m, axis=1)[:, : m + 1]]
             spread = variance[pool].sum(axis=1)
-            pooled[words[block]] = np.where(spread > 0.0, numerator[pool].sum(axis=1)
-                                            / np.sqrt(np.maximum(spread, 1e-300)), 0.0)
+            pooled[queries[start:start + 1024]] = np.where(spread > 0.0, numerator[pool].sum(axis=1)
+                                                           / np.sqrt(np.maximum(spread, 1e-300)), 0.0)
         return pooled
 
     def _signal_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
