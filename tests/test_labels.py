@@ -222,6 +222,19 @@ def test_excerpt_store_is_bounded_and_keeps_the_smallest_hashes():
     assert merged.merge(DocumentExcerpts.from_items(50, "uniform", uniform.items()[25:])).items() == uniform.items()
 
 
+def test_an_excerpt_made_once_is_not_served_for_a_document_offered_again():
+    """An excerpt is made when first read and kept; a recent store offered the same key hash again
+    keeps the new text, and documents added after a read get theirs."""
+    store = DocumentExcerpts(3, "recent")
+    store.add(1, "a", "first   text")
+    store.add(2, "b", "second")
+    assert store.items() == [(1, "a", "first text"), (2, "b", "second")]
+    store.add(1, "a", "first\n again")
+    store.add(3, "c", "third")
+    assert store.items() == [(2, "b", "second"), (1, "a", "first again"), (3, "c", "third")] == store.items()
+    assert store.get(1) == ("a", "first again") and store.get(4) is None
+
+
 @pytest.mark.parametrize("kind", ["uniform", "recent"])
 def test_excerpts_saved_in_the_reservoirs_order_or_with_their_hashes(kind):
     """Excerpts of exactly the reservoir's documents are saved in its order without their hashes;

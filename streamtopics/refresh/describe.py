@@ -79,7 +79,7 @@ class DocumentExcerpts:
             raise ValueError("excerpts follow a 'recent' or 'uniform' reservoir")
         self.capacity = int(capacity)
         self.kind = kind
-        self.kept: dict[int, tuple] = {}  # key hash -> (key, beginning of the text); recent: oldest first
+        self.kept: dict[int, tuple] = {}  # key hash -> (key, beginning of the text, its excerpt once made); recent: oldest first
         self.largest: list[int] = []  # uniform: negated kept hashes, largest kept hash on top
 
     def __len__(self) -> int:
@@ -87,7 +87,8 @@ class DocumentExcerpts:
 
     def add(self, key_hash: int, key, document) -> None:
         """Offer a document (raw text, bytes or any other form; only text is kept). Kept as given
-        (a prefix of it): the excerpt is made when it is read, so ingest only slices."""
+        (a prefix of it): the excerpt is made when it is first read and kept, so ingest only
+        slices and a checkpoint makes only the new documents' excerpts."""
         if self.kind == "recent":
             self.kept.pop(key_hash, None)
         elif key_hash in self.kept or (len(self.kept) >= self.capacity and key_hash >= -self.largest[0]):
@@ -98,7 +99,7 @@ class DocumentExcerpts:
             prefix = bytes(document[: 4 * EXCERPT_CHARS])
         else:
             return
-        self.kept[key_hash] = (key, prefix)
+        self.kept[key_hash] = (key, prefix, None)
         if self.kind == "recent":
             if len(self.kept) > self.capacity:
                 del self.kept[next(iter(self.kept))]
@@ -116,12 +117,21 @@ class DocumentExcerpts:
 
     def get(self, key_hash: int) -> tuple | None:
         """``(key, excerpt)`` of a kept document, or None."""
-        kept = self.kept.get(int(key_hash))
-        return None if kept is None else (_shown_key(kept[0]), excerpt_of(kept[1]))
+        key_hash = int(key_hash)
+        kept = self.kept.get(key_hash)
+        return None if kept is None else (_shown_key(kept[0]), self._excerpt(key_hash, kept))
 
     def items(self) -> list[tuple]:
         """``(key_hash, key, excerpt)`` of every kept document (recent: oldest first)."""
-        return [(h, _shown_key(key), excerpt_of(prefix)) for h, (key, prefix) in self.kept.items()]
+        return [(h, _shown_key(kept[0]), self._excerpt(h, kept)) for h, kept in self.kept.items()]
+
+    def _excerpt(self, key_hash: int, kept: tuple) -> str:
+        """The excerpt of a kept document, made from its prefix the first time (the prefix is then dropped)."""
+        key, prefix, excerpt = kept
+        if excerpt is None:
+            excerpt = excerpt_of(prefix)
+            self.kept[key_hash] = (key, None, excerpt)
+        return excerpt
 
     def merge(self, other: "DocumentExcerpts") -> "DocumentExcerpts":
         """Add another sub-stream's excerpts (as :meth:`Reservoir.merge` adds its documents)."""
