@@ -100,3 +100,23 @@ def test_the_model_searches_rectified_rows_unless_told_not_to(monkeypatch):
         assert model.refresh().anchors == [words[i] for i in expected]
     assert calls == [5, 5]  # the reference's and the model's with 5 steps; none with 0
     assert StreamingTopicModel(8).get_config()["anchor_rectification"] == 5
+
+
+def test_a_rectified_block_of_fewer_than_k_directions_gives_the_raw_rows_search():
+    """Where the block's largest eigenvalues are mostly negative (a strongly negative diagonal, as
+    the diagonal correction of short documents gives), its rank-K PSD part keeps fewer than K
+    directions: the rectified rows cannot tell K anchors apart, and the search runs over the raw
+    rows, as with ``rectify=0`` (before, the missing anchors were picked along rounding: V =
+    15,000, K = 100, 70-96 distinct anchors of 100)."""
+    rng = np.random.default_rng(0)
+    n_words, rank, k = 80, 4, 8
+    topics = rng.dirichlet(np.ones(n_words), rank).T
+    clean = topics @ np.diag(rng.dirichlet(np.ones(rank))) @ topics.T
+    noise = rng.normal(0, 1e-6, clean.shape)
+    view = DenseCooccurrence(clean + (noise + noise.T) / 2 - np.diag(np.full(n_words, 1e-4)))
+    rows = rectified_rows(view, np.arange(n_words), k, 5)
+    singular = np.linalg.svd(rows, compute_uv=False)
+    assert singular[k - 1] < 1e-6 * singular[0]  # the rectified rows span fewer than k directions
+    rectified = select_anchors(view, k, 0, None, rectify=5)
+    assert np.array_equal(rectified, select_anchors(view, k, 0, None, rectify=0))
+    assert len(set(rectified.tolist())) == k

@@ -256,3 +256,19 @@ def test_sticky_anchors_keep_a_previous_anchor_unless_a_word_is_clearly_farther(
     # a previous anchor no longer extreme at all is replaced whatever the margin
     middle = np.vstack([vertices, [[0.34, 0.33, 0.33]]])
     assert sorted(fast_anchor_words(middle, 3, keep=[3, 0, 1], stickiness=0.5).tolist()) == [0, 1, 2]
+
+
+def test_rows_spanning_fewer_directions_than_the_resolution_are_refused_not_padded_with_rounding():
+    """Rows of three directions plus noise below the ``resolution``: a fourth anchor would follow the
+    noise (the basis no longer orthogonal, the re-selection pass then returned one row for several
+    anchors), so the search says the rows run out; noise above it is a direction, and without a
+    resolution (raw rows, where small directions are real) the search picks four distinct rows."""
+    from streamtopics.refresh.anchors import DependentRowsError, fast_anchor_words
+
+    rng = np.random.default_rng(7)
+    mixtures = rng.dirichlet(np.ones(3), 40) @ rng.dirichlet(np.ones(50), 3)
+    faint = mixtures + rng.normal(0, 1e-9, mixtures.shape)
+    with pytest.raises(DependentRowsError):
+        fast_anchor_words(faint, 4, resolution=1e-5)
+    assert len(set(fast_anchor_words(faint, 4).tolist())) == 4
+    assert len(set(fast_anchor_words(mixtures + rng.normal(0, 1e-4, mixtures.shape), 4, resolution=1e-5).tolist())) == 4

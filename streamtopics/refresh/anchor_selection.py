@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from ..config import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
 from .candidate_clustering import rp_anchor_groups
-from .rectification import rectified_rows
+from .rectification import RESOLUTION, rectified_rows
 from .statistics_view import normalised_rows
 
 
@@ -95,7 +95,8 @@ def fast_anchors(request: AnchorRequest) -> np.ndarray:
     """``"fastanchors"``: FastAnchorWords over the Qbar rows of the candidates, sticky to the
     ``previous`` anchors, which also stay candidates down to half of ``min_df`` (the floor grows
     with the stream; without this a young stream's topics lose their anchors); over the rows of
-    the candidates' rectified co-occurrence block when ``rectify`` > 0."""
+    the candidates' rectified co-occurrence block when ``rectify`` > 0, unless those span fewer than
+    K directions."""
     r = request
     candidates, keep = r.candidates, None
     if r.previous is not None:
@@ -109,9 +110,10 @@ def fast_anchors(request: AnchorRequest) -> np.ndarray:
     if r.rectify > 0:
         try:
             rows = rectified_rows(r.view, candidates, r.n_topics, r.rectify, r.seed)
-            return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness)]
+            return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness,
+                                                resolution=RESOLUTION)]
         except DependentRowsError:
-            pass  # rectified to fewer than K dimensions (a few documents over a few words): the raw rows
+            pass  # rectified to fewer than K directions (fewer positive eigenvalues kept): the raw rows
     rows = _candidate_rows(r.view, candidates, r.projection_dim, r.seed)
     return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness)]
 
@@ -197,7 +199,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     stays a candidate while its document frequency is at least half of ``min_df``. The
     tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
     candidates' rows of their co-occurrence block after that many alternating-projection steps
-    (:mod:`~streamtopics.refresh.rectification`) instead of their (projected) full rows.
+    (:mod:`~streamtopics.refresh.rectification`) instead of their (projected) full rows, where those
+    rows span K directions.
 
     The search runs its BLAS and LAPACK calls on one thread (:data:`ANCHOR_SEARCH_BLAS_THREADS`):
     they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz

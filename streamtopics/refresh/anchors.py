@@ -102,7 +102,7 @@ class DependentRowsError(ValueError):
 
 
 def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, keep=None,
-                      stickiness: float = 0.0) -> np.ndarray:
+                      stickiness: float = 0.0, resolution: float = 0.0) -> np.ndarray:
     """Positions (into ``rows``) of ``n_anchors`` extreme rows.
 
     Parameters
@@ -122,6 +122,11 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
         anchor is still (nearly) extreme keeps it, so its identity holds across refreshes; a new
         vertex that is clearly farther still displaces it. ``stickiness=0`` with ``keep`` finds
         the same kind of local optimum as without.
+    resolution
+        Rows nearer the span of the picks than this share of the longest row's length are in it:
+        their distance is the rows' own rounding (float32 products: about 1e-6). When every row
+        is, :class:`DependentRowsError`; picking on would follow rounding, with a basis no longer
+        orthogonal, and the re-selection pass then named one row for several anchors.
 
     Examples
     --------
@@ -141,11 +146,14 @@ def fast_anchor_words(rows: np.ndarray, n_anchors: int, cleanup: bool = True, ke
     residual = squared_norms.copy()  # squared distance of every row from span(basis)
     anchors = np.empty(n_anchors, np.int64)
     sticky = [] if keep is None else [int(p) for p in dict.fromkeys(np.asarray(keep, np.int64).tolist())]
+    floor = resolution**2 * float(squared_norms.max(initial=0.0))  # a squared residual at most this is in the span
     for k in range(n_anchors):
         pick = int(np.argmax(residual))
+        if residual[pick] <= floor:
+            raise DependentRowsError(f"only {k} linearly independent candidate rows; cannot pick {n_anchors} anchors")
         while sticky:  # a previous anchor first, unless it lies in the span already
             first = sticky.pop(0)
-            if residual[first] > 1e-6 * residual[pick]:
+            if residual[first] > max(1e-6 * residual[pick], floor):
                 pick = first
                 break
         anchors[k] = pick

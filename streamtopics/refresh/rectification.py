@@ -30,6 +30,13 @@ SINGLE = True  # the block's products and projections in float32 (rectify): 1.8 
 # next to numpy's) doubled the anchors phase of the warm refresh on 2 cores and made later phases 2-3 times slower
 # under load (`git show 8e056d1:BENCHMARKS.md`, "A faster warm refresh")
 
+#: The rectified rows tell directions apart down to this share of the longest row's length (their float32 products
+#: leave about 1e-6 of it as rounding; FastAnchorWords' ``resolution``). A block with fewer than K positive
+#: eigenvalues among those kept spans fewer directions: Zipf-shaped topics without anchor words at V = 15,000, K = 100
+#: kept about 70, and the picks after them, along rounding, named one word for several topics (70-96 distinct anchors
+#: of 100) and left a singular Gram matrix that failed every word's warm start (the solve 3 s instead of 0.3).
+RESOLUTION = 1e-5
+
 
 def candidate_block(view, candidates: np.ndarray, chunk: int = 512) -> np.ndarray:
     """The co-occurrence sums among ``candidates`` (a square block, symmetric).
