@@ -9,10 +9,16 @@ Refresh: Zipf-shaped topics without anchor words (``zipf_topics``: on separable 
 skips the refinement), K topics, Dirichlet(0.1) mixtures, 300-token documents; a cold
 refresh after M documents, then a warm one after 10 % more; the warm one is what a stream pays.
 Its phases (``model.last_refresh``) follow, the median of ``--repeats`` warm refreshes, each of a
-copy of the model taken after the cold refresh (the same state, the same documents added).
+copy of the model taken after the cold refresh (the same state, the same documents added). That
+one refresh also chooses the anchor candidates' depth (the stream has just passed the cap) and its
+solver starts from the cold refresh's anchors; ``--sequence N`` gives what a stream pays refresh
+after refresh instead: N warm refreshes one after the other, each after 10 % of M more documents
+(the carried refinement's challenges and the depth choices among them), their medians and each
+one's total.
 
     python -m benchmarks.default_costs --words 15000 --topics 100
     python -m benchmarks.default_costs --words 15000 --topics 100 --skip-ingest --settings defaults --repeats 3
+    python -m benchmarks.default_costs --words 15000 --topics 100 --skip-ingest --settings defaults --sequence 12
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ def main() -> None:
     parser.add_argument("--skip-ingest", action="store_true", help="only the refresh tables")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=1, help="warm refreshes per setting (medians reported)")
+    parser.add_argument("--sequence", type=int, default=0,
+                        help="instead: this many warm refreshes one after the other, each after 10%% more documents")
     args = parser.parse_args()
     settings_run = {name: SETTINGS[name] for name in args.settings}
     vocabulary = [f"w{i}" for i in range(args.words)]
@@ -61,10 +69,11 @@ def main() -> None:
         ingest(args, vocabulary, settings_run)
 
     topic_word = zipf_topics(args.words, args.topics, seed=1)
-    docs, _ = semi_synthetic(topic_word, int(args.docs * 1.1), alpha=0.1, doc_length=300, seed=2)
+    step = args.docs // 10
+    docs, _ = semi_synthetic(topic_word, args.docs + step * max(1, args.sequence), alpha=0.1, doc_length=300, seed=2)
     print(f"\n| settings | cold refresh s ({args.docs} docs) | warm refresh s (+10 %) | warm: solve s | "
           "warm: solver iterations mean / max | warm: refinement s |\n|---|---|---|---|---|---|")
-    phases = {}
+    phases, totals = {}, {}
     for name, settings in settings_run.items():
         model = StreamingTopicModel(args.topics, vocabulary=vocabulary, **settings)
         model.learn_many(docs[: args.docs])
@@ -74,9 +83,14 @@ def main() -> None:
         model.refresh()
         cold = model.last_refresh["total_s"]
         runs = []
-        for _ in range(max(args.repeats, 1)):
+        for start in range(args.docs, args.docs + step * args.sequence, step):
+            model.learn_many(docs[start:start + step])
+            model.refresh()
+            runs.append(model.last_refresh)
+        totals[name] = " ".join(f"{r['total_s']:.2f}" for r in runs)
+        for _ in range(0 if args.sequence else max(args.repeats, 1)):
             warm_model = copy.deepcopy(model)
-            warm_model.learn_many(docs[args.docs:])
+            warm_model.learn_many(docs[args.docs:args.docs + step])
             warm_model.refresh()
             runs.append(warm_model.last_refresh)
             del warm_model
@@ -86,10 +100,12 @@ def main() -> None:
         print(f"| {name} | {cold:.2f} | {warm['total_s']:.2f} | {warm['solve_s']:.2f} | "
               f"{warm['iterations_mean']:.1f} / {warm['iterations_max']} | {warm['refine_s']:.2f} |")
         del model
-    print(f"\nwarm refresh phases, s (median of {max(args.repeats, 1)}):\n\n| settings | "
+    print(f"\nwarm refresh phases, s (median of {args.sequence or max(args.repeats, 1)}):\n\n| settings | "
           + " | ".join(p.removesuffix("_s") for p in PHASES) + " |\n" + "|---" * (len(PHASES) + 1) + "|")
     for name, warm in phases.items():
         print(f"| {name} | " + " | ".join(f"{warm[p]:.2f}" for p in PHASES) + " |")
+    if args.sequence:
+        print("\neach warm refresh in turn, s:\n" + "\n".join(f"- {name}: {line}" for name, line in totals.items()))
 
 
 def ingest(args, vocabulary, settings_run) -> None:
