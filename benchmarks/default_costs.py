@@ -42,7 +42,8 @@ SETTINGS = {"defaults": {},
             "before issue 14": {"refine_iterations": 0, "background_topic": False, "anchor_rectification": 0}}
 
 
-PHASES = ("prepare_s", "anchors_s", "products_s", "solve_s", "refine_s", "align_s", "describe_s", "total_s")
+PHASES = ("prepare_s", "anchors_s", "products_s", "solve_s", "refine_s", "share_s", "align_s", "describe_s",
+          "total_s")
 
 
 def as_csr(batch) -> sp.csr_matrix:

@@ -98,24 +98,12 @@ class TopicSnapshot:
                 for topic, anchor in zip(self.topic_ids, self.anchors)}
 
     def mixture_components(self) -> tuple[np.ndarray, np.ndarray]:
-        """The columns a document is a mixture of and their prior weights: the topics, plus the
-        background as a last column when there is one."""
-        prior = np.asarray(self.prevalence, dtype=np.float64)
-        if self.background is None:
-            return np.asarray(self.topic_word, dtype=np.float64), prior
-        share = min(max(float(self.background_share), 0.0), 1.0)
-        columns = np.column_stack([self.topic_word, self.background]).astype(np.float64)
-        return columns, np.append(prior * (1.0 - share), share)
+        """The columns a document is a mixture of and their prior weights (:func:`mixture_components`)."""
+        return mixture_components(self)
 
     def topic_part(self, mixtures: np.ndarray) -> np.ndarray:
-        """Mixtures over :meth:`mixture_components` restricted to the topics, rows renormalised
-        (a document explained by the background alone gets the topic prevalences)."""
-        if self.background is None:
-            return mixtures
-        topics = mixtures[:, : self.n_topics]
-        total = topics.sum(axis=1, keepdims=True)
-        prior = np.asarray(self.prevalence, dtype=np.float64)
-        return np.where(total > 1e-12, topics / np.maximum(total, 1e-300), prior / max(prior.sum(), 1e-300))
+        """Mixtures over :meth:`mixture_components` restricted to the topics (:func:`topic_part`)."""
+        return topic_part(self, mixtures)
 
     def word_distribution(self) -> np.ndarray:
         """p(w) under the snapshot: the topics weighted by prevalence, plus the background."""
@@ -237,3 +225,28 @@ class TopicSnapshot:
             f"TopicSnapshot(version={self.version}, documents_seen={self.documents_seen}, "
             f"topics={self.n_topics}, words={len(self.vocabulary)}, events={len(self.events)})"
         )
+
+
+def mixture_components(topics) -> tuple[np.ndarray, np.ndarray]:
+    """The columns a document is a mixture of and their prior weights: the topics, plus the
+    background as a last column when there is one. ``topics`` is anything with ``topic_word``,
+    ``prevalence``, ``background`` and ``background_share`` (a snapshot, or a refresh's
+    :class:`~streamtopics.refresh.recovery.Recovery` before it is published)."""
+    prior = np.asarray(topics.prevalence, dtype=np.float64)
+    if topics.background is None:
+        return np.asarray(topics.topic_word, dtype=np.float64), prior
+    share = min(max(float(topics.background_share), 0.0), 1.0)
+    columns = np.column_stack([topics.topic_word, topics.background]).astype(np.float64)
+    return columns, np.append(prior * (1.0 - share), share)
+
+
+def topic_part(topics, mixtures: np.ndarray) -> np.ndarray:
+    """Mixtures over :func:`mixture_components` restricted to the topics, rows renormalised
+    (a document explained by the background alone gets the topic prevalences)."""
+    if topics.background is None:
+        return mixtures
+    n_topics = np.shape(topics.topic_word)[1]
+    part = mixtures[:, :n_topics]
+    total = part.sum(axis=1, keepdims=True)
+    prior = np.asarray(topics.prevalence, dtype=np.float64)
+    return np.where(total > 1e-12, part / np.maximum(total, 1e-300), prior / max(prior.sum(), 1e-300))

@@ -11,7 +11,8 @@ import pytest
 
 from consumers.cli.console import event_lines, topic_table
 from streamtopics import StreamingTopicModel, TopicSnapshot
-from streamtopics.refresh.describe import EXCERPT_CHARS, DocumentExcerpts, excerpt_of, representative_documents
+from streamtopics.refresh.describe import (EXCERPT_CHARS, DocumentExcerpts, document_pool, excerpt_of, pool_mixtures,
+                                          representative_documents)
 from streamtopics.text.documents import key_hash
 from streamtopics.refresh.labels import topic_labels
 from streamtopics.state import read_state, write_state
@@ -174,7 +175,8 @@ def test_representatives_are_the_kept_documents_that_match_the_topic_best(model_
 def test_representatives_are_ranked_among_a_pool_evenly_spaced_over_the_kept_documents(model_and_texts):
     model, _ = model_and_texts
     batch = model.ingest.reservoir_batch()
-    shown = representative_documents(model.snapshot, batch, per_topic=120, pool=40)  # every pool document
+    pool, _ = document_pool(batch, model.snapshot.topic_word.shape[0], pool=40)
+    shown = representative_documents(model.snapshot, pool, pool_mixtures(model.snapshot, pool), per_topic=120)
     pool_keys = {int(h) for h in batch.keys[::3]}  # 120 kept documents, every third
     vocabulary = model.vocabulary.words
     words_of = {key_hash: [vocabulary[i] for i in ids[np.lexsort((ids, -counts))][:10]]

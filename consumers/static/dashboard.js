@@ -227,8 +227,8 @@
         t.label ? el("div", { class: "card-label", title: "label", text: t.label }) : null,
         el("div", { class: "card-row" },
           el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%",
-                       title: "prevalence: its part of the tokens the topics explain, by the moment recovery " +
-                              "(not the mean of documents' inferred mixtures)" }),
+                       title: "share: the mean weight of this topic in the inferred mixtures of the documents " +
+                              "the model keeps (what transform gives them, on average)" }),
           t.coherence != null ? el("span", { class: "card-coherence", title: "coherence (NPMI, -1..1)",
                                              text: "NPMI " + t.coherence.toFixed(2) }) : null,
           sparkline(trend, c)),

@@ -1,19 +1,23 @@
-"""What a refresh says about its topics from the documents the model keeps: their coherence and
-their representative documents.
+"""What a refresh says about its topics from the documents the model keeps: their shares, their
+coherence and their representative documents.
 
-Both are computed at refresh time over the refinement reservoir (a bounded sample of the stream,
-:class:`~streamtopics.refresh.reservoir.Reservoir`) and never on the ingest path: ingest computes no
-topic mixtures (the drift monitor aside, which is off by default), and inferring every document's
-mixture there would cost more than the co-occurrence update itself. The refresh already holds the
-reservoir; one inference pass over ``POOL`` of its documents (at most ``MIXTURE_UPDATES``
-multiplicative updates each) and the NPMI over all of them take about 4% of a refresh (0.05 s of
-1.3 s at K = 20, 0.1 s of 2 s at K = 50, 8,000 kept docstrings, 2 shared cores; 50 updates over
-all 8,000 took 0.2 s at K = 20).
+All are computed at refresh time over the refinement reservoir (a bounded sample of the stream,
+:class:`~streamtopics.refresh.reservoir.Reservoir`: a uniform one of every document seen, or the most recent
+ones when the model forgets) and never on the ingest path: ingest computes no topic mixtures (the
+drift monitor aside, which is off by default), and inferring every document's mixture there would
+cost more than the co-occurrence update itself. The refresh already holds the reservoir; one
+inference pass over a pool of ``POOL`` of its documents (``MIXTURE_UPDATES`` multiplicative
+updates each) gives both the shares and the representatives.
 
+* :func:`topic_shares`: each topic's mean weight in the pool's mixtures, published as its
+  prevalence. ``POOL`` sets its sampling error: 20 Newsgroups, K = 20 and 50, a pool of 4,613 of
+  13,838 kept posts gave shares a median 2.5 % (at most 16 %, a small topic) from the mean over all
+  of them, and 5-6.5 % from the mean mixture of the stream's next 5,000 posts (the recovery's
+  share of the tokens, published before: 40 % and 41 %).
 * :func:`topic_coherence`: NPMI of each topic's 10 most probable words
   (:func:`~streamtopics.evaluation.coherence_npmi`) with the reservoir as reference corpus.
 * :func:`representative_documents`: per topic the ``per_topic`` documents of largest mixture
-  weight on it among ``POOL`` kept ones, with their words and, where the model saw text, the document's key and
+  weight on it in the pool, with their words and, where the model saw text, the document's key and
   the beginning of its text from :class:`DocumentExcerpts`.
 * :class:`DocumentExcerpts`: the key and first ``EXCERPT_CHARS`` characters of the documents the
   reservoir keeps. Same capacity and same rule as the reservoir (the smallest key hashes, or the
@@ -33,13 +37,16 @@ import scipy.sparse as sp
 from ..text.documents import DocumentBatch
 from ..evaluation import coherence_npmi
 from ..inference import infer_mixtures
+from ..snapshot import mixture_components, topic_part
 
 EXCERPT_CHARS = 200  # characters of a document's text kept to show it
 COHERENCE_WORDS = 10  # top words whose pairs the NPMI averages
 REPRESENTATIVES = 3  # documents shown per topic
 DOCUMENT_WORDS = 10  # words shown of a representative document (its most frequent)
-MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly it)
-POOL = 2000  # kept documents ranked for representatives (evenly spaced over the reservoir)
+MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly
+# it), and their mean is that of 200 float64 updates to within 1.3 % (20 Newsgroups, K = 20 and 50)
+POOL = 5000  # kept documents (evenly spaced over the reservoir) whose mixtures give the shares and representatives
+HALF_LIVES_POOLED = 8  # a forgetting model pools its newest documents back this many half-lives (older: < 0.4 %)
 SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
 # to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
 # 8e056d1:BENCHMARKS.md`, "A faster warm refresh")
@@ -186,28 +193,63 @@ def topic_coherence(snapshot, batch: DocumentBatch) -> np.ndarray:
     return np.nan_to_num(npmi, nan=0.0)
 
 
-def representative_documents(snapshot, batch: DocumentBatch, excerpts: DocumentExcerpts | None = None,
-                             per_topic: int = REPRESENTATIVES, pool: int = POOL) -> dict[int, list[dict]]:
-    """By topic id, the ``per_topic`` documents with the largest mixture weight on the topic
-    (ties: the longer first) among ``pool`` documents of ``batch`` evenly spaced over it (all
-    when it holds no more), each ``{"key", "weight", "words"}`` plus ``"text"`` when
-    ``excerpts`` holds the document's text (``"key"`` is then its key, else None)."""
-    if len(batch) > pool:
-        batch = batch.select(np.arange(0, len(batch), -(-len(batch) // pool)))
-    batch = _known(batch, snapshot.topic_word.shape[0])
-    columns, prior = snapshot.mixture_components()
-    weights = snapshot.topic_part(infer_mixtures(batch, columns, prior, max_iter=MIXTURE_UPDATES, single=SINGLE))
-    lengths = batch.token_counts()
+def document_pool(batch: DocumentBatch, n_words: int, pool: int = POOL,
+                  half_life: float | None = None) -> tuple[DocumentBatch, np.ndarray | None]:
+    """Up to ``pool`` documents of ``batch`` evenly spaced over it (all when it holds no more),
+    without the words past the first ``n_words`` (admitted after the topics were recovered), and
+    their weights in the shares: None (equal) for a uniform sample of the stream. A forgetting
+    model's reservoir holds its newest documents, oldest first; with its ``half_life`` in
+    documents only the newest ``HALF_LIVES_POOLED`` half-lives are pooled, and a document's weight
+    halves with every ``half_life`` documents after it, as its weight in the sums does."""
+    rows, weights = np.arange(len(batch)), None
+    if half_life is not None:
+        rows = rows[max(0, len(batch) - int(np.ceil(HALF_LIVES_POOLED * half_life))):]
+    if rows.size > pool:
+        rows = rows[::-(-rows.size // pool)]
+    if half_life is not None:
+        weights = 0.5 ** ((len(batch) - 1 - rows) / half_life)
+    return _known(batch.select(rows), n_words), weights
+
+
+def pool_mixtures(topics, pool: DocumentBatch) -> np.ndarray:
+    """The topic mixtures of the ``pool``'s documents (``MIXTURE_UPDATES`` updates each), over the
+    topics alone; ``topics`` is a snapshot or a refresh's Recovery
+    (:func:`~streamtopics.snapshot.mixture_components`)."""
+    columns, prior = mixture_components(topics)
+    return topic_part(topics, infer_mixtures(pool, columns, prior, max_iter=MIXTURE_UPDATES, single=SINGLE))
+
+
+def topic_shares(pool: DocumentBatch, mixtures: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray | None:
+    """Each topic's share of the stream: the mean (``weights``: the weighted mean) of its weight
+    in the ``mixtures`` of the ``pool``'s documents that have a known word (None when none has).
+    This is what a snapshot publishes as a topic's prevalence, so it is what ``transform`` says
+    of such documents on average, not the recovery's share of the tokens (see the module
+    docstring)."""
+    known = pool.token_counts() > 0
+    if not known.any():
+        return None
+    shares = np.average(mixtures[known], axis=0, weights=None if weights is None else weights[known])
+    return shares / shares.sum()
+
+
+def representative_documents(snapshot, pool: DocumentBatch, mixtures: np.ndarray,
+                             excerpts: DocumentExcerpts | None = None,
+                             per_topic: int = REPRESENTATIVES) -> dict[int, list[dict]]:
+    """By topic id, the ``per_topic`` documents of the ``pool`` (:func:`document_pool`) with the
+    largest weight on the topic in their ``mixtures`` (ties: the longer first), each ``{"key",
+    "weight", "words"}`` plus ``"text"`` when ``excerpts`` holds the document's text (``"key"``
+    is then its key, else None)."""
+    lengths = pool.token_counts()
     vocabulary = snapshot.vocabulary
     out = {}
     for k, topic in enumerate(snapshot.topic_ids):
-        order = np.lexsort((-lengths, -np.round(weights[:, k], 4)))[:per_topic]
+        order = np.lexsort((-lengths, -np.round(mixtures[:, k], 4)))[:per_topic]
         chosen = []
         for d in order.tolist():
-            ids, counts = batch.indices[batch.indptr[d]:batch.indptr[d + 1]], batch.counts[batch.indptr[d]:batch.indptr[d + 1]]
+            ids, counts = pool.indices[pool.indptr[d]:pool.indptr[d + 1]], pool.counts[pool.indptr[d]:pool.indptr[d + 1]]
             frequent = ids[np.lexsort((ids, -counts))[:DOCUMENT_WORDS]]
-            seen = None if excerpts is None else excerpts.get(batch.keys[d])
-            entry = {"key": None if seen is None else seen[0], "weight": round(float(weights[d, k]), 4),
+            seen = None if excerpts is None else excerpts.get(pool.keys[d])
+            entry = {"key": None if seen is None else seen[0], "weight": round(float(mixtures[d, k]), 4),
                      "words": [vocabulary[i] for i in frequent.tolist()]}
             if seen is not None:
                 entry["text"] = seen[1]

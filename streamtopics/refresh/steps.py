@@ -1,4 +1,4 @@
-"""One refresh as named steps: statistics view -> anchors -> recovery -> refinement -> alignment -> description.
+"""One refresh as named steps: statistics view -> anchors -> recovery -> refinement -> shares -> alignment -> description.
 
 :func:`run_refresh` runs them in that order (docs/design.md, "Anchor words" to "Topic identity");
 each step is a function here, and the work of each lives in its own module:
@@ -11,9 +11,11 @@ each step is a function here, and the work of each lives in its own module:
   (:mod:`~streamtopics.refresh.recovery`, :mod:`~streamtopics.refresh.warm_start`);
 * :func:`refine`: seeded likelihood refinement over the reservoir
   (:func:`~streamtopics.refresh.refinement.refine_recovery`);
+* :func:`share`: each topic's share of the stream, the mean of its weight in the mixtures of a pool
+  of reservoir documents, published as its prevalence (:mod:`~streamtopics.refresh.describe`);
 * :func:`align`: topic ids continued from the previous snapshot, and the births, deaths and changes
   since it (:meth:`~streamtopics.refresh.lineage.RefreshState.publish`);
-* :func:`describe`: coherence and representative documents from the reservoir
+* :func:`describe`: coherence from the reservoir, and representative documents from the pool
   (:mod:`~streamtopics.refresh.describe`).
 
 What one refresh hands on to the next (the previous snapshot and its coefficients, the topic ids)
@@ -22,6 +24,7 @@ is the :class:`~streamtopics.refresh.lineage.RefreshState` the steps are given.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from .anchor_selection import select_anchors
 from .carried import refine_carried
-from .describe import representative_documents, topic_coherence
+from .describe import document_pool, pool_mixtures, representative_documents, topic_coherence, topic_shares
 from .recovery import Recovery, recover_topics
 from .refinement import Refinement, recovery_columns, refine_recovery
 from .separability import FIT_WORDS, SEPARABLE_FIT, measurable, most_frequent_words
@@ -132,12 +135,32 @@ def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_tim
     return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
 
 
-def describe(snapshot, reservoir, excerpts) -> None:
-    """The description step: each topic's coherence and representative documents over the
-    ``reservoir`` (with the texts of ``excerpts``), set on ``snapshot``; nothing without one."""
+def share(result: Recovery, reservoir, config) -> tuple[Recovery, tuple | None]:
+    """The share step: ``result`` with each topic's share of the stream as its prevalence, the
+    mean of its weight in the mixtures of a pool of the ``reservoir``'s documents
+    (:func:`~streamtopics.refresh.describe.topic_shares`; a forgetting model's with a half-life in
+    documents weighs them as its sums do, one in stream time equally), and ``(pool, mixtures)``
+    for the description. Without a reservoir, or with no known word in it, the recovery's share
+    of the tokens stays, and the pool is None."""
+    if reservoir is None:
+        return result, None
+    half_life = config.half_life if config.half_life_unit == "documents" else None
+    pool, weights = document_pool(reservoir, result.topic_word.shape[0], half_life=half_life)
+    mixtures = pool_mixtures(result, pool)
+    shares = topic_shares(pool, mixtures, weights)
+    if shares is None:
+        return result, None
+    return dataclasses.replace(result, prevalence=shares), (pool, mixtures)
+
+
+def describe(snapshot, reservoir, excerpts, pooled: tuple | None) -> None:
+    """The description step: each topic's coherence over the ``reservoir`` and its representative
+    documents among the ``pooled`` ones (with the texts of ``excerpts``), set on ``snapshot``;
+    nothing without a reservoir."""
     if reservoir is not None:
         snapshot.coherence = topic_coherence(snapshot, reservoir)
-        snapshot.representatives = representative_documents(snapshot, reservoir, excerpts)
+    if pooled is not None:
+        snapshot.representatives = representative_documents(snapshot, *pooled, excerpts)
 
 
 def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservoir, stream_time,
@@ -154,15 +177,18 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     t_refine = time.perf_counter()
     result, refinement = refine(result, reservoir, limits, config, state, n_docs)
     t_refine = time.perf_counter() - t_refine
+    t_share = time.perf_counter()
+    result, pooled = share(result, reservoir, config)
+    t_share = time.perf_counter() - t_share
     t1 = time.perf_counter()
     snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)
     t_describe = time.perf_counter()
-    describe(snapshot, reservoir, excerpts)
+    describe(snapshot, reservoir, excerpts, pooled)
     t_describe = time.perf_counter() - t_describe
     timings = {
         "anchors_s": t_anchors, "recovery_s": result.timings["recovery"],
         "products_s": result.timings["products"], "solve_s": result.timings["solve"],
-        "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
+        "share_s": t_share, "align_s": time.perf_counter() - t1 - t_describe, "describe_s": t_describe,
         "total_s": time.perf_counter() - t0,
         "warm": warm, "iterations_mean": float(result.iterations.mean()),
         "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
