@@ -1,14 +1,12 @@
 """A topic's share (its published prevalence) is what ``transform`` says of the stream's documents
 on average: the mean of its weight in the mixtures of a pool of the documents the model keeps."""
 
-import gzip
-import json
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.events import archive_texts
 from streamtopics import StreamingTopicModel
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh import describe
@@ -20,14 +18,9 @@ HELD_OUT = 4000
 
 @pytest.fixture(scope="module")
 def shuffled_newsgroups():
-    """All 20 Newsgroups posts in a seeded shuffle: a stationary stream of real text."""
-    path = DATA / "20newsgroups-bydate" / "20news-bydate.jsonl.gz"
-    if not path.exists():
-        pytest.fail(f"corpus not found: {path}", pytrace=False)
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        texts = [json.loads(line)["text"] for line in handle]
-    random.Random(0).shuffle(texts)
-    return texts
+    """All 20 Newsgroups posts in a seeded shuffle (as the events benchmark reads them): a
+    stationary stream of real text."""
+    return archive_texts("20newsgroups", DATA, seed=0)
 
 
 @pytest.fixture(scope="module")
