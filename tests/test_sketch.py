@@ -11,6 +11,7 @@ from streamtopics.config import SKETCH_ABOVE_WORDS, ModelConfig
 from streamtopics.statistics.cooccurrence import CooccurrenceStats
 from streamtopics.text.documents import DocumentBatch
 from streamtopics.evaluation import matched_l1
+from streamtopics.refresh.anchors import random_projection
 from streamtopics.statistics import sketch as sketch_module
 from streamtopics.statistics import sketch_view
 from streamtopics.statistics.sketch import SketchedCooccurrence, gaussian_rows
@@ -247,6 +248,11 @@ def test_view_diagonal_is_exact_and_off_diagonal_close_on_a_topic_stream(row_sum
     right = np.random.default_rng(0).random((400, 3))
     np.testing.assert_allclose(view.matmul(right), approx @ right, rtol=1e-10)
     assert np.linalg.norm(approx - q) / np.linalg.norm(q) < 0.06  # measured 0.041: mostly the sampling noise
+    # projected through the factors as the full rows projected, with a sparse projection and a dense one
+    for projection in (random_projection(400, 50, seed=3), np.random.default_rng(1).standard_normal((400, 7))):
+        expected = approx[ids] @ projection
+        np.testing.assert_allclose(view.projected_rows(ids, projection), expected,
+                                   rtol=1e-9, atol=1e-12 * np.abs(expected).max())
 
 
 def _recovered_l1(kind, truth, docs, **options):

@@ -18,7 +18,7 @@ from ..config import ANCHOR_METHODS, DEFAULT_RP_MIN_SUPPORT
 from .anchors import DependentRowsError, candidate_words, fast_anchor_words, random_projection
 from .candidate_clustering import rp_anchor_groups
 from .rectification import RESOLUTION, rectified_rows
-from .statistics_view import normalised_rows
+from .statistics_view import normalised_rows, projected_normalised_rows
 
 
 class NotEnoughCandidatesError(ValueError):
@@ -234,11 +234,12 @@ def _tracker_support(request: AnchorRequest, pooled: bool = False) -> np.ndarray
 
 def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, seed: int, chunk: int = 512) -> np.ndarray:
     """Qbar rows of the candidates, randomly projected a chunk at a time when asked, so that at
-    most ``chunk`` full rows exist at once (3,000 full rows at V = 15,000 would take 360 MB)."""
+    most ``chunk`` full rows exist at once (3,000 full rows at V = 15,000 would take 360 MB; the
+    sketch's view projects through its factors and forms none)."""
     if not projection_dim or projection_dim >= view.n_words:
         return normalised_rows(view, candidates)
     projection = random_projection(view.n_words, projection_dim, seed)
-    return np.vstack([normalised_rows(view, candidates[s : s + chunk]) @ projection
+    return np.vstack([projected_normalised_rows(view, candidates[s : s + chunk], projection)
                       for s in range(0, candidates.size, chunk)])
 
 

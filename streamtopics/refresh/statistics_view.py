@@ -21,3 +21,15 @@ def normalised_rows(view, ids: np.ndarray) -> np.ndarray:
     rows = np.asarray(view.rows(ids), dtype=np.float64)
     rows /= np.where(mass > 0, mass, 1.0)[:, None]
     return rows
+
+
+def projected_normalised_rows(view, ids: np.ndarray, projection) -> np.ndarray:
+    """``normalised_rows(view, ids) @ projection``; a view that projects its rows itself (the
+    sketch's :class:`~streamtopics.statistics.sketch_view.LowRankView`, through its factors)
+    never forms the V-wide rows."""
+    if not hasattr(view, "projected_rows"):
+        return normalised_rows(view, ids) @ projection
+    mass = view.word_mass[ids]
+    rows = view.projected_rows(ids, projection)
+    rows /= np.where(mass > 0, mass, 1.0)[:, None]
+    return rows

@@ -153,6 +153,26 @@ class LowRankView:
         self._add_row_sum_terms(out, ids, ids)
         return out
 
+    def projected_rows(self, ids, projection) -> np.ndarray:
+        """``rows(ids) @ projection`` (``projection``: V x k, dense or scipy sparse) without the
+        full rows: ``U[ids] diag(lambda) (U^T projection)`` and the diagonal's (and row sums')
+        corrections, O(nnz(projection) r + len(ids) r k) instead of O(len(ids) V r). The anchor
+        search's raw candidate rows at V = 100,000 (2,000 candidates, a sparse projection to
+        1,000 dimensions) through full rows took 4 products of 512 x r x V."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        basis, values, correction = self.factors()
+        reduced = _dense(projection.T @ basis).T  # r x k
+        at_ids = _dense(projection[ids])  # each row's own diagonal cell, projected
+        out = (basis[ids] * values) @ reduced
+        out += correction[ids][:, None] * at_ids
+        terms = self._shared.get("row_sums")
+        if terms is not None:
+            shortfall, unigram, total, diagonal = terms
+            out += (shortfall[ids][:, None] * _dense(projection.T @ unigram)[None, :]
+                    + unigram[ids][:, None] * _dense(projection.T @ (shortfall - total * unigram))[None, :])
+            out -= diagonal[ids][:, None] * at_ids
+        return out
+
     def matmul(self, right: np.ndarray, single: bool = False) -> np.ndarray:
         """``Q_sum @ right`` through the factors: O(V r k) in float64 (``single`` is accepted for
         the interface; the low-rank products are cheap enough without it)."""
@@ -175,3 +195,8 @@ class LowRankView:
     def nbytes(self) -> int:
         factors = self._shared["factors"]
         return 0 if factors is None else sum(a.nbytes for a in factors)
+
+
+def _dense(product) -> np.ndarray:
+    """A product with a scipy sparse matrix as a float64 ndarray."""
+    return np.asarray(product.toarray() if hasattr(product, "toarray") else product, dtype=np.float64)
