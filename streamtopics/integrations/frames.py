@@ -28,9 +28,10 @@ INFO_WORDS = 10  # top words per topic in topic_info
 
 def topic_info(snapshot: TopicSnapshot, words: int = INFO_WORDS) -> pd.DataFrame:
     """One row per topic, most prevalent first: ``topic`` (id), ``label``, ``anchor``,
-    ``prevalence`` (its share: the mean weight of the topic in the kept documents' mixtures), ``coherence`` (NPMI of its 10 most probable words;
-    NaN when the model keeps no documents), ``top_words`` (by relevance, as displayed) and
-    ``representative_docs`` (the texts, or words, of its best-matching kept documents)."""
+    ``prevalence`` (its share: the mean weight of the topic in the kept documents' mixtures),
+    ``coherence`` (NPMI of its 10 most probable words; NaN when the model keeps no documents),
+    ``top_words`` (by relevance, as displayed) and ``representative_docs`` (the texts, or words,
+    of its best-matching kept documents)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     rows = []
     for k, topic in enumerate(snapshot.topic_ids):

@@ -238,9 +238,7 @@ def _candidate_rows(view, candidates: np.ndarray, projection_dim: int | None, se
     sketch's view projects through its factors and forms none)."""
     if not projection_dim or projection_dim >= view.n_words:
         return normalised_rows(view, candidates)
-    projection = random_projection(view.n_words, projection_dim, seed)
-    return np.vstack([projected_normalised_rows(view, candidates[s : s + chunk], projection)
-                      for s in range(0, candidates.size, chunk)])
+    return projected_normalised_rows(view, candidates, random_projection(view.n_words, projection_dim, seed), chunk)
 
 
 def _extend_anchors(rows: np.ndarray, fixed: np.ndarray, n_more: int) -> np.ndarray:

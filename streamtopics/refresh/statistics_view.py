@@ -23,12 +23,12 @@ def normalised_rows(view, ids: np.ndarray) -> np.ndarray:
     return rows
 
 
-def projected_normalised_rows(view, ids: np.ndarray, projection) -> np.ndarray:
-    """``normalised_rows(view, ids) @ projection``; a view that projects its rows itself (the
-    sketch's :class:`~streamtopics.statistics.sketch_view.LowRankView`, through its factors)
-    never forms the V-wide rows."""
+def projected_normalised_rows(view, ids: np.ndarray, projection, chunk: int = 512) -> np.ndarray:
+    """``normalised_rows(view, ids) @ projection``, a ``chunk`` of full rows at a time; a view
+    that projects its rows itself (the sketch's
+    :class:`~streamtopics.statistics.sketch_view.LowRankView`, through its factors) forms none."""
     if not hasattr(view, "projected_rows"):
-        return normalised_rows(view, ids) @ projection
+        return np.vstack([normalised_rows(view, ids[s : s + chunk]) @ projection for s in range(0, ids.size, chunk)])
     mass = view.word_mass[ids]
     rows = view.projected_rows(ids, projection)
     rows /= np.where(mass > 0, mass, 1.0)[:, None]
