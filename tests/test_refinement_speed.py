@@ -44,6 +44,22 @@ def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_roun
     np.testing.assert_allclose(single.sum(axis=1), 1.0, rtol=1e-6)
 
 
+
+def test_a_single_precision_warm_start_keeps_no_weight_at_zero():
+    # KL-tEM's float32 E-steps chain warm starts, and a chain takes weights to 0 (or to float32's slow subnormal
+    # range, inference.SINGLE_FLOOR): a start weight of 0 is raised, so the topic a document's words ask for comes
+    # back as in float64, where the weights never reach 0
+    _, docs, topics = _corpus()
+    double = infer_mixtures(docs, topics, None, max_iter=300, tol=0.0)
+    start = np.zeros((len(docs), 4))
+    start[:, 0] = 1.0  # every document on topic 0 alone
+    single = infer_mixtures(docs, topics, None, max_iter=200, tol=0.0, start=start, single=True)
+    ranked = np.sort(double, axis=1)
+    clear = ranked[:, -1] - ranked[:, -2] > 0.1  # documents with one clearly leading topic
+    assert np.mean(double[clear].argmax(axis=1) != 0) > 0.5  # most of them about another topic
+    np.testing.assert_array_equal(single[clear].argmax(axis=1), double[clear].argmax(axis=1))
+    assert np.abs(single - double).mean() < 0.01
+
 def test_the_compiled_split_is_the_documented_one():
     from streamtopics.refresh.kl_tem import WordMajor
     from streamtopics.refresh.refinement import _split_reservoir, split_for_completion
