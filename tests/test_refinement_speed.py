@@ -48,7 +48,7 @@ def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_roun
 def test_a_single_precision_warm_start_keeps_no_weight_at_zero():
     # KL-tEM's float32 E-steps chain warm starts, and a chain takes weights to 0 (or to float32's slow subnormal
     # range, inference.SINGLE_FLOOR): a start weight of 0 is raised, so the topic a document's words ask for comes
-    # back as in float64, where the weights never reach 0
+    # back, as it does from float64's tiny weights
     _, docs, topics = _corpus()
     double = infer_mixtures(docs, topics, None, max_iter=300, tol=0.0)
     start = np.zeros((len(docs), 4))
