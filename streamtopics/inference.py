@@ -22,10 +22,10 @@ from .statistics.prefetch import ROWS_AHEAD, prefetch_row
 
 REASSOCIATE = {"reassoc"}  # numba fastmath flags of the sums over topics (see the module docstring)
 TOLERANCE = 1e-6  # the updates stop once no weight moves by more: weights are known to this precision
-#: The least weight a float32 warm start keeps (:func:`infer_mixtures`). A warm-started chain (KL-tEM's E-steps)
-#: takes the weights of the topics a document lacks towards 0; in float32, below 1.2e-38 they turn subnormal, and
-#: every product with them (and of the topic matrix's 1e-12 floor with weights under 1e-26) runs the processor's
-#: slow path: the E-step of KL-tEM's 12th iterate took 0.28 s instead of 0.067 on 20 Newsgroups (V = 15,000,
+#: The least weight the float32 updates keep (:func:`infer_mixtures`). The updates, and the more so a chain of warm
+#: starts (KL-tEM's E-steps), take the weights of the topics a document lacks towards 0; in float32, below 1.2e-38
+#: they turn subnormal, and every product with them (and of the topic matrix's 1e-12 floor with weights under
+#: 1e-26) runs the processor's slow path: the E-step of KL-tEM's 12th iterate took 0.28 s instead of 0.067 on 20 Newsgroups (V = 15,000,
 #: K = 100, 48 % of the weights under 1e-30, 28 % exactly 0). At 1e-20 the weights stay far below anything a sum
 #: over topics or documents can tell, and a topic a document lacks can still come back. (float64 chains reach
 #: their subnormal range after about 100 updates from uniform: 0.3 % of the weights, 5 % slower at 200.)
@@ -33,9 +33,10 @@ SINGLE_FLOOR = 1e-20
 
 
 @njit(cache=True, nogil=True, fastmath=REASSOCIATE)
-def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
+def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol, floor):
     """Multiplicative updates of one document's mixture ``gamma`` (in place) from where it
-    stands; returns the number of updates run.
+    stands, no weight below ``floor`` (:data:`SINGLE_FLOOR` in float32, 0 in float64); returns the
+    number of updates run.
 
     The arithmetic is in ``topic_word``'s precision (float64, or float32 for the refinement's E-step). The
     document's rows of the topic matrix are copied topic-major (K x n): an update is then one
@@ -43,7 +44,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
     per word), one vectorised division, and K dot products over the words; 1.3 times as fast as
     word-major rows at K = 100 in float64, 2 times in float32."""
     n, k = indices.size, topic_word.shape[1]
-    zero = topic_word.dtype.type(0.0)
+    zero, lowest = topic_word.dtype.type(0.0), topic_word.dtype.type(floor)
     total = counts.sum()
     weights = np.empty(n, topic_word.dtype)
     for p in range(n):
@@ -58,7 +59,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
             rows[a, p] = topic_word[w, a] + 1e-12
     g = np.empty(k, topic_word.dtype)
     for a in range(k):
-        g[a] = gamma[a]
+        g[a] = max(topic_word.dtype.type(gamma[a]), lowest)
     scale = np.empty(n, topic_word.dtype)
     k4 = k - k % 4
     it = 0
@@ -92,7 +93,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
                 n2 += rows[a + 2, j] * sj
                 n3 += rows[a + 3, j] * sj
             for b, new in ((a, n0), (a + 1, n1), (a + 2, n2), (a + 3, n3)):
-                value = g[b] * new
+                value = max(g[b] * new, lowest)
                 change = max(change, abs(value - g[b]))
                 g[b] = value
                 norm += value
@@ -100,7 +101,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
             new = zero
             for j in range(n):
                 new += rows[a, j] * scale[j]
-            value = g[a] * new
+            value = max(g[a] * new, lowest)
             change = max(change, abs(value - g[a]))
             g[a] = value
             norm += value
@@ -114,7 +115,7 @@ def _fit_mixture(indices, counts, topic_word, gamma, max_iter, tol):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _infer_from(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
+def _infer_from(indptr, indices, counts, topic_word, mixtures, max_iter, tol, floor):
     """Every document's mixture fitted in place by :func:`_fit_mixture`, from its row of
     ``mixtures`` (a document with no entries keeps it), documents in parallel; returns the
     updates each took."""
@@ -124,7 +125,7 @@ def _infer_from(indptr, indices, counts, topic_word, mixtures, max_iter, tol):
         start, end = indptr[d], indptr[d + 1]
         if end > start:
             iterations[d] = _fit_mixture(indices[start:end], counts[start:end], topic_word, mixtures[d],
-                                         max_iter, tol)
+                                         max_iter, tol, floor)
     return iterations
 
 
@@ -148,9 +149,9 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
     parallel kernel's threads (about a millisecond) costs more than the inference itself.
     ``single`` runs the updates in float32 (the mixtures returned are float64 all the same):
     about 1.6 times as fast; the mixtures differ from float64's by about 1e-7 (the refinement's
-    E-step uses it: :data:`~streamtopics.refresh.kl_tem.SINGLE`). Its ``start`` weights are raised
-    to :data:`SINGLE_FLOOR`: over long warm-started chains the small weights otherwise fall below
-    float32's normal range (29 % of them after 400 updates at V = 15,000, K = 100), where the
+    E-step uses it: :data:`~streamtopics.refresh.kl_tem.SINGLE`). Its weights stay at
+    :data:`SINGLE_FLOOR` or more: over long warm-started chains the small weights otherwise fall
+    below float32's normal range (29 % of them after 400 updates at V = 15,000, K = 100), where the
     arithmetic is several times slower, and some to exactly 0, which an update cannot revive.
     """
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float32 if single else np.float64)
@@ -158,8 +159,7 @@ def infer_mixtures(batch: DocumentBatch, topic_word: np.ndarray, prior=None, max
         mixtures = starting_mixtures(len(batch), topic_word.shape[1], prior)
     else:
         mixtures = np.array(start, dtype=np.float64, order="C")  # a copy: the kernel fits it in place
-        if single:
-            np.maximum(mixtures, SINGLE_FLOOR, out=mixtures)
     kernel = _infer_serial if serial else _infer_from
-    kernel(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, int(max_iter), float(tol))
+    kernel(batch.indptr, batch.indices, batch.counts, topic_word, mixtures, int(max_iter), float(tol),
+           SINGLE_FLOOR if single else 0.0)
     return mixtures
