@@ -25,10 +25,11 @@ TOLERANCE = 1e-6  # the updates stop once no weight moves by more: weights are k
 #: The least weight the float32 updates keep (:func:`infer_mixtures`). The updates, and the more so a chain of warm
 #: starts (KL-tEM's E-steps), take the weights of the topics a document lacks towards 0; in float32, below 1.2e-38
 #: they turn subnormal, and every product with them (and of the topic matrix's 1e-12 floor with weights under
-#: 1e-26) runs the processor's slow path: the E-step of KL-tEM's 12th iterate took 0.28 s instead of 0.067 on 20 Newsgroups (V = 15,000,
-#: K = 100, 48 % of the weights under 1e-30, 28 % exactly 0). At 1e-20 the weights stay far below anything a sum
-#: over topics or documents can tell, and a topic a document lacks can still come back. (float64 chains reach
-#: their subnormal range after about 100 updates from uniform: 0.3 % of the weights, 5 % slower at 200.)
+#: 1e-26) runs the processor's slow path: the E-step of KL-tEM's 12th iterate took 0.28 s instead of 0.067 on 20
+#: Newsgroups (V = 15,000, K = 100, 48 % of the weights under 1e-30, 28 % exactly 0). At 1e-20 the weights stay far
+#: below anything a sum over topics or documents can tell, and a topic a document lacks can still come back.
+#: (float64 chains reach their subnormal range after about 100 updates from uniform: 0.3 % of the weights, 5 %
+#: slower at 200.)
 SINGLE_FLOOR = 1e-20
 
 

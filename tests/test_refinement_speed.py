@@ -44,7 +44,6 @@ def test_single_precision_mixtures_are_the_double_precision_ones_to_float32_roun
     np.testing.assert_allclose(single.sum(axis=1), 1.0, rtol=1e-6)
 
 
-
 def test_a_single_precision_warm_start_keeps_no_weight_at_zero():
     # KL-tEM's float32 E-steps chain warm starts, and a chain takes weights to 0 (or to float32's slow subnormal
     # range, inference.SINGLE_FLOOR): a start weight of 0 is raised, so the topic a document's words ask for comes
