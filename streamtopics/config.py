@@ -94,8 +94,7 @@ class ModelConfig:
         "after it (None: no bound).")
     history_size: int = _setting(512, "Records kept by the topic history.")
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
-    refine_iterations: int = _setting(
-        21, "Most seeded-refinement (KL-tEM) steps per refresh, every third from a SQUAREM jump (0: off).")
+    refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
     reservoir_size: int | str = _setting(
         "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")

@@ -8,9 +8,7 @@ from streamtopics.text.documents import DocumentBatch
 from streamtopics.inference import infer_mixtures
 from streamtopics.refresh.kl_tem import SINGLE, kl_tem_step
 from streamtopics.refresh.collapsed import _log_likelihood
-from streamtopics.refresh import refinement
-from streamtopics.refresh.refinement import ALPHA_UPDATES, choose_alpha_scale, refine_topics, squarem_jump
-from streamtopics.evaluation import matched_l1
+from streamtopics.refresh.refinement import ALPHA_UPDATES, choose_alpha_scale, refine_topics
 from streamtopics.synthetic import sample_documents, separable_topics, topic_proportions
 
 
@@ -223,47 +221,3 @@ def test_kl_tem_runs_over_evenly_spaced_fitted_documents_and_the_sweeps_over_all
     np.testing.assert_array_equal(refined.shares.batch.keys, docs.keys[fitted])
     unlimited = refine_topics(rough, docs, iterations=6, smoothing=0.01, sweeps=2, held_out=held, em_documents=None)
     assert unlimited.heldout != refined.heldout
-
-
-
-def test_a_squarem_jump_goes_along_two_steps_as_far_as_their_differences_say():
-    _, docs, rough = _corpus()
-    first, mixtures = kl_tem_step(docs, rough, None, smoothing=0.01)
-    second, _ = kl_tem_step(docs, first, mixtures, smoothing=0.01)
-    r, v = first - rough, second - 2 * first + rough
-    length = np.sqrt((r ** 2).sum() / (v ** 2).sum())
-    assert length > 1  # the fixture jumps past the second step
-    jump = np.maximum(rough + 2 * length * r + length ** 2 * v, np.minimum(rough, second) / 2)
-    np.testing.assert_allclose(squarem_jump(rough, first, second), jump / jump.sum(axis=0), rtol=1e-9, atol=1e-15)
-    # steps that turn back (|v| > |r|) get no jump: it lands on the second step
-    np.testing.assert_allclose(squarem_jump(rough, first, rough), rough, rtol=1e-12, atol=1e-15)
-
-
-def test_every_third_step_starts_from_the_jump_along_the_two_before_and_gets_farther():
-    truth, docs, rough = _corpus()
-    held = np.arange(len(docs)) % 10 == 0
-    fit = docs.select(np.flatnonzero(~held))
-    first, mixtures = kl_tem_step(fit, rough, None, smoothing=0.01)
-    second, mixtures = kl_tem_step(fit, first, mixtures, smoothing=0.01)
-    third, _ = kl_tem_step(fit, squarem_jump(rough, first, second), mixtures, smoothing=0.01)
-    plain, _ = kl_tem_step(fit, second, mixtures, smoothing=0.01)
-    refined = refine_topics(rough, docs, iterations=3, smoothing=0.01, held_out=held, tolerance=np.inf)
-    assert refined.kept_iteration == 3
-    np.testing.assert_allclose(refined.topic_word, third, rtol=1e-9, atol=1e-15)
-    assert matched_l1(truth.topic_word, third) < matched_l1(truth.topic_word, plain)
-
-
-def test_a_jump_whose_step_scores_beyond_the_tolerance_gives_way_to_the_plain_step(monkeypatch):
-    _, docs, rough = _corpus()
-    monkeypatch.setattr(refinement, "squarem_jump", lambda start, first, second: second)  # plain EM: no jump
-    plain = refine_topics(rough, docs, iterations=9, smoothing=0.01)
-    jumps = []
-
-    def wild(start, first, second):  # each topic's words given to the next topic: a jump far off
-        jumps.append(second)
-        return np.roll(second, 1, axis=1)
-
-    monkeypatch.setattr(refinement, "squarem_jump", wild)
-    overshooting = refine_topics(rough, docs, iterations=9, smoothing=0.01)
-    assert jumps and overshooting.heldout == plain.heldout and overshooting.kept_iteration == plain.kept_iteration
-    np.testing.assert_array_equal(overshooting.topic_word, plain.topic_word)

@@ -11,15 +11,7 @@ minimisation (KL-tEM) then improves the likelihood on a bounded reservoir of rec
 * M-step: ``A_jk <- A_jk * sum_d H_dj gamma_dk / (A gamma_d)_j``, then every column is
   renormalised. With token counts H_d as weights this is the EM step of the multinomial
   mixture likelihood ``sum_d sum_j H_dj log (A gamma_d)_j``, so the reservoir's own likelihood
-  never decreases;
-* extrapolation: EM creeps along the directions it keeps, so every third step starts from a
-  SQUAREM jump along the two before it (:func:`squarem_jump`) instead of from the last iterate;
-  a jump whose step scores below the stopping line (below) gives way to the plain step. Every
-  step is still scored and may stop EM, so a refinement that plain steps stop at once (short
-  documents, where EM overfits) stops where they do. On the quality protocol's 18 Gibbs-truth
-  settings 21 such steps left every cell at 100,000 documents within 0.0002 of 30 plain steps'
-  or closer (20 Newsgroups K = 100, alpha 0.03: 0.326 against 0.337), and on a K = 40 stream the
-  refreshes that run every step took 7-25 % less time (BENCHMARKS.md, "Carried refinement").
+  never decreases.
 
 What must not decrease is the likelihood of documents *not* used for fitting. The reservoir is
 therefore split: every tenth document is held out (:data:`HOLDOUT_EVERY`) and scored by document
@@ -85,7 +77,6 @@ DOCUMENT_PRIOR = 0.003  # CVB0's symmetric Dirichlet on the mixtures: on the qua
 # K = 50, alpha 0.03: 0.279 -> 0.266), and 0.01 or 0.001 no better; real text unchanged (`git show
 # 8e056d1:BENCHMARKS.md`, "A sparser document prior for CVB0")
 ALPHA_UPDATES = 10  # updates adapting the kept iterate's held-out mixtures to the published topics
-EXTRAPOLATED_STEPS = 3  # a SQUAREM cycle: two plain KL-tEM steps, then one from the jump along them (refine_topics)
 EM_DOCUMENTS = 10_000  # on the CPU KL-tEM runs over at most this many of the fitted documents (evenly spaced), the
 # CVB0 sweeps over all of them (refine_topics)
 
@@ -266,16 +257,16 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     sparse CVB0 (:mod:`~streamtopics.refresh.collapsed`) from the KL-tEM iterate kept: the latest whose
     held-out completion likelihood is within ``tolerance`` of the best (iterate 0 = the seed).
 
-    At most ``iterations`` KL-tEM steps, every third from a SQUAREM jump (:func:`squarem_jump`). An
-    iterate scoring more than ``tolerance`` (log-likelihood per token) below the best stops EM at
-    once: the held-out likelihood of EM on a small reservoir rises, peaks and then falls
-    (overfitting). A smaller dip does not: EM goes on until ``patience`` iterates in a row brought
-    no new best. From an anchor seed the score often peaks after 1-2 iterations, dips by 0.01-0.015
-    and then climbs past that peak while the topics keep approaching the truth (Gibbs-truth streams,
-    20 Newsgroups K = 50, alpha = 0.1, 50,000 documents: L1 0.78 at the first peak, 0.39 after 30
-    iterations; ``git show 8e056d1:BENCHMARKS.md``, "Refinement that looks past a dip"); where the
-    score falls it falls by more than the tolerance within a few iterations, so those refreshes stop
-    about as early as before.
+    At most ``iterations`` iterations. An iterate scoring more than ``tolerance`` (log-likelihood
+    per token) below the best stops EM at once: the held-out likelihood of EM on a small reservoir
+    rises, peaks and then falls (overfitting). A smaller dip does not: EM goes on until
+    ``patience`` iterates in a row brought no new best. From an anchor seed the score often peaks
+    after 1-2 iterations, dips by 0.01-0.015 and then climbs past that peak while the topics keep
+    approaching the truth (Gibbs-truth streams, 20 Newsgroups K = 50, alpha = 0.1, 50,000
+    documents: L1 0.78 at the first peak, 0.39 after 30 iterations; ``git show
+    8e056d1:BENCHMARKS.md``, "Refinement that looks past a dip"); where the score falls it falls by
+    more than the tolerance within a few iterations, so those refreshes stop about as early as
+    before.
 
     The iterate returned (``kept_iteration``) is the last one run whose score is within
     ``tolerance`` of the best (``best_iteration``): a slow decline of the score after its peak
@@ -309,18 +300,13 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
     held_mixtures = steps.held_mixtures(seed, None, SEED_HELD_UPDATES)
     kept = Refinement(seed, HeldOut(observed, held, held_mixtures), [_completion_score(observed, held, seed, held_mixtures)])
     fitted_to_kept = None  # the fitted documents' mixtures from the E-step on the kept iterate
-    cycle = [seed]  # the iterates since the last jump's start: every third step starts from a jump along them
     for it in range(1, iterations + 1):
-        jumps = len(cycle) == EXTRAPOLATED_STEPS
-        step, score, fitted, held_step = _scored_step(steps, squarem_jump(*cycle) if jumps else current, mixtures,
-                                                      held_mixtures, observed, held, prior, smoothing)
-        if jumps and not score >= kept.heldout[kept.best_iteration] - tolerance:  # overshot (or NaN): a plain step
-            step, score, fitted, held_step = _scored_step(steps, current, mixtures, held_mixtures, observed, held,
-                                                          prior, smoothing)
-        current, mixtures, held_mixtures = step, fitted, held_step
-        cycle = [current] if jumps else cycle + [current]
+        current, mixtures = steps.kl_tem_step(current, mixtures, prior, smoothing)
         if kept.kept_iteration == it - 1:
             fitted_to_kept = mixtures
+        # the held-out mixtures follow the iterates as the fitted ones do (warm, a few updates)
+        held_mixtures = steps.held_mixtures(current, held_mixtures, HELD_UPDATES)
+        score = _completion_score(observed, held, current, held_mixtures)
         kept.heldout.append(score)
         if score < kept.heldout[kept.best_iteration] - tolerance:
             break
@@ -337,30 +323,6 @@ def refine_topics(topic_word: np.ndarray, reservoir: DocumentBatch, iterations: 
             smoothing, None if hold_from is None else (hold_from, seed))
         kept.sweeps = sweeps
     return kept
-
-
-def _scored_step(steps, start, mixtures, held_mixtures, observed, held, prior, smoothing) -> tuple:
-    """One KL-tEM step from ``start`` and its held-out score: the topics, the fitted mixtures
-    (its E-step's), the held-out mixtures (moved along warm, a few updates, as the fitted ones
-    are) and the score."""
-    topic_word, fitted = steps.kl_tem_step(start, mixtures, prior, smoothing)
-    held_mixtures = steps.held_mixtures(topic_word, held_mixtures, HELD_UPDATES)
-    return topic_word, _completion_score(observed, held, topic_word, held_mixtures), fitted, held_mixtures
-
-
-def squarem_jump(start: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Where SQUAREM (Varadhan & Roland 2008, scheme S3) sends EM after two steps ``start`` ->
-    ``first`` -> ``second``: ``start - 2 a r + a^2 v`` along ``r = first - start`` and
-    ``v = second - 2 first + start``, with ``a = -max(1, |r| / |v|)`` (``a = -1`` gives ``second``).
-    EM creeps along a direction it keeps; the jump goes as far as many of its steps would. A
-    probability the jump would take below zero ends at half the smaller of ``start``'s and
-    ``second``'s instead, and every column is renormalised."""
-    r = first - start
-    v = second - 2.0 * first + start
-    length = max(1.0, float(np.sqrt(np.vdot(r, r) / max(float(np.vdot(v, v)), 1e-300))))
-    jump = start + 2.0 * length * r + length * length * v
-    np.maximum(jump, 0.5 * np.minimum(start, second), out=jump)
-    return jump / jump.sum(axis=0, keepdims=True)
 
 
 class HostRefinementSteps:
