@@ -59,6 +59,7 @@ def test_a_single_precision_warm_start_keeps_no_weight_at_zero():
     np.testing.assert_array_equal(single[clear].argmax(axis=1), double[clear].argmax(axis=1))
     assert np.abs(single - double).mean() < 0.01
 
+
 def test_the_compiled_split_is_the_documented_one():
     from streamtopics.refresh.kl_tem import WordMajor
     from streamtopics.refresh.refinement import _split_reservoir, split_for_completion
