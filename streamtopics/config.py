@@ -113,7 +113,9 @@ class ModelConfig:
     background_topic: bool = _setting(True, "Recover a background distribution next to the K topics.")
     max_df: float | None = _setting(None, "Words in more than this fraction of the documents are background only.")
     death_grace: int = _setting(2, "Refreshes a topic may stay absent before its death is announced.")
-    birth_grace: int = _setting(1, "Refreshes a new topic must last before its birth is announced.")
+    birth_grace: int = _setting(
+        1, "Refreshes a new topic must last, holding still (moving less than change_threshold), before its birth "
+        "is announced.")
     cooccurrence: str = _setting(
         "auto", f"Co-occurrence statistics: one of {STATISTICS} ('auto': exact up to {SKETCH_ABOVE_WORDS:,} words, "
         "then a sketch whose memory is linear in V).")

@@ -323,6 +323,37 @@ def test_a_topic_that_flickers_for_one_refresh_makes_no_event(truth):
     assert births[0]["words"] == [w for w, _ in two.top_words(8, relevance=0.6)[newcomer]]
 
 
+def test_a_new_topic_is_born_only_once_it_holds_still():
+    from types import SimpleNamespace
+
+    from streamtopics.config import ModelConfig
+    from streamtopics.refresh.lineage import RefreshState
+    from streamtopics.text.vocabulary import Vocabulary
+
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=0))
+
+    def publish(topic_word, anchors):
+        k = topic_word.shape[1]
+        result = SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                                 prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0)
+        snapshot = state.publish(result, vocabulary, 100)
+        return snapshot, [e["topic"] for e in snapshot.events if e["type"] == "birth"]
+
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    first, _ = publish(columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25])
+    # topic 3 gives way to a newcomer on words 30-39, which then moves by L1 0.58 (a change event's
+    # size) on the same anchor: it keeps its id but stays tentative, and is announced once it holds still
+    appeared, _ = publish(columns(*old, range(30, 40), n_words=40), [0, 10, 20, 30])
+    newcomer = appeared.topic_ids[3]
+    assert newcomer not in first.topic_ids
+    moving = columns(*old, range(30, 35), n_words=40)
+    moved, births = publish(moving, [0, 10, 20, 30])
+    assert moved.topic_ids[3] == newcomer and births == [] and moved.tentative == [newcomer]
+    held, births = publish(moving, [0, 10, 20, 30])
+    assert births == [newcomer] and held.tentative == []
+
+
 def test_grace_state_survives_save_and_load(truth, tmp_path):
     model, first, view, anchors = _grace_model(truth, death_grace=2)
     _publish_with_anchors(model, view, anchors[1:])  # topic 0 missing, within its grace
