@@ -96,7 +96,7 @@ class ModelConfig:
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
     refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
     reservoir_size: int | str = _setting(
-        "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000).")
+        "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000, at most the window).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
     refine_carry: bool = _setting(
@@ -224,9 +224,11 @@ class ModelConfig:
         return min(size, self.sketch_rank) if self.sketch_rank else default_sketch_rank(self.n_topics, size)
 
     def resolved_reservoir_size(self) -> int:
-        """The refinement reservoir's capacity in documents (``reservoir_size``)."""
+        """The refinement reservoir's capacity in documents (``reservoir_size``); "auto" with a
+        sliding window holds at most the window's documents, which are all the sums describe."""
         if self.reservoir_size == "auto":
-            return default_reservoir_size(self.n_topics)
+            size = default_reservoir_size(self.n_topics)
+            return size if self.window is None else min(size, self.window)
         return self.reservoir_size
 
     def candidate_limit(self) -> int | None:

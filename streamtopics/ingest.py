@@ -76,7 +76,8 @@ class Ingest:
         self.text_encoder: TextBatchEncoder | None = None  # built for the vocabulary in force
         self.reservoir = self.excerpts = None
         if config.refine_iterations > 0:
-            kind = "uniform" if config.half_life is None else "recent"
+            # the most recent documents where the sums forget (a window holds only those), else a uniform sample
+            kind = "uniform" if config.half_life is None and config.window is None else "recent"
             capacity = config.resolved_reservoir_size()
             self.reservoir = Reservoir(capacity, kind)
             self.excerpts = DocumentExcerpts(capacity, kind)  # the text of the reservoir's documents

@@ -764,6 +764,28 @@ def test_sliding_window_sums_cover_the_last_w_documents(tmp_path):
         StreamingTopicModel(2, words, window=10, half_life=5)
 
 
+def test_sliding_window_refinement_reservoir_holds_the_last_w_documents(tmp_path):
+    """The refinement runs over the documents the windowed sums describe: the most recent ones,
+    at most the window's (a uniform sample of everything seen kept topics the window had dropped)."""
+    rng = np.random.default_rng(19)
+    batch = _random_batch(rng, 700, 18)
+    batch = batch.select(np.flatnonzero(batch.lengths >= 2))  # every document forms pairs: all enter the window
+    words = [f"w{i}" for i in range(18)]
+    model = StreamingTopicModel(2, words, anchor_min_df=1, window=150, batch_size=64)
+    assert model.config.resolved_reservoir_size() == 150
+    model.learn_many(batch.select(np.arange(400)))
+    restored = StreamingTopicModel.load(model.save(tmp_path / "w.state"))
+    for m in (model, restored):
+        m.learn_many(batch.select(np.arange(400, len(batch))))
+    last = batch.select(np.arange(len(batch) - 150, len(batch)))
+    for m in (model, restored):
+        kept = m.reservoir.batch()
+        np.testing.assert_array_equal(kept.indptr, last.indptr)
+        np.testing.assert_array_equal(kept.indices, last.indices)
+        np.testing.assert_array_equal(kept.counts, last.counts)
+    assert StreamingTopicModel(2, words, window=100_000).config.resolved_reservoir_size() == 50_000
+
+
 def test_sliding_window_tracker_covers_the_last_w_documents(tmp_path):
     rng = np.random.default_rng(18)
     batch = _random_batch(rng, 700, 18)
