@@ -96,7 +96,8 @@ class ModelConfig:
     min_prevalence: float = _setting(0.0, "Prevalence floor of a significant topic (0: every topic counts).")
     refine_iterations: int = _setting(30, "Most seeded-refinement iterations per refresh (0: off).")
     reservoir_size: int | str = _setting(
-        "auto", "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000, at most the window).")
+        "auto",
+        "Documents kept for refinement ('auto': 1,600,000 / n_topics, between 16,000 and 50,000, at most the window).")
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
     refine_carry: bool = _setting(
