@@ -21,19 +21,18 @@ is highest for a newsgroup that started at most ``--window`` refreshes before; r
 precision as below, over the starts after the burn-in (``starts_in_burn_in`` counts the others).
 
 A **planted** stream, ``planted-<corpus>``, is the Gibbs-truth stream with a story: its last
-``--planted`` truth topics are absent until a third of the stream and then start; the
-``--planted`` before them stop at two thirds (Dirichlet(alpha) mixtures over the topics alive).
-A birth *finds* a planted start when the born topic is within half the distance between that
-planted truth topic and its nearest other truth topic (L1 over the words: then it is nearer that
-truth topic than any other), and the topic started at most ``--window`` refreshes before; a death
-finds a planted stop likewise, with the topic's column when last seen. (Taking the nearest truth
-topic at any distance credited births of unformed topics, 1.1 from the planted topic they lay
-nearest.) Recall: planted changes found / planted (and
-found within 2 refreshes, the issue's bar); precision: births (deaths) after the burn-in that find
-one / all of them; delay: refreshes from the first refresh that saw the change to the event that
-found it (the birth and death graces included). Exact sums describe the whole stream, so a topic
-that stops stays in them: deaths need forgetting (``--variants forget=half_life=20000``), and the
-refinement's reservoir of recent documents must forget it too.
+``--planted`` truth topics are absent until a third of the stream and then start; the ``--planted``
+before them stop at two thirds (Dirichlet(alpha) mixtures over the topics alive). A birth *finds* a
+planted start when the born topic is within half the distance between that planted truth topic and
+its nearest other truth topic (L1 over the words: then it is nearer that truth topic than any
+other), and the topic started at most ``--window`` refreshes before; a death finds a planted stop
+likewise, with the topic's column when last seen. (Taking the nearest truth topic at any distance
+credited births of unformed topics, 1.1 from the planted topic they lay nearest.) Recall: planted
+changes found / planted (and found within 2 refreshes, the issue's bar); precision: births (deaths)
+after the burn-in that find one / all of them; delay: refreshes from the first refresh that saw the
+change to the event that found it (the birth and death graces included). Exact sums describe the
+whole stream, so a topic that stops stays in them: deaths need forgetting (``--variants
+forget=half_life=20000``), and the refinement's reservoir of recent documents must forget it too.
 
     python -m benchmarks.events
     python -m benchmarks.events --streams planted-20newsgroups --variants default forget=half_life=20000
