@@ -131,6 +131,24 @@ def test_readers_see_the_full_symmetric_matrix():
     np.testing.assert_allclose(single, q @ right, rtol=0, atol=2e-6 * np.abs(q @ right).max())
 
 
+def test_projected_normalised_rows_are_the_rows_divided_and_projected():
+    """The anchor search's projected Qbar rows, read straight from the packing a tile of rows at a
+    time (more than one tile, in any order of ids, a word of no mass among them): the gathered
+    rows divided by their masses times the sparse projection, to the bit."""
+    from streamtopics.refresh.anchors import random_projection
+
+    docs = random_documents(200, 700, seed=7)
+    stats = absorb(docs, 700, 64)
+    q = reference_sums(docs, 700)
+    projection = random_projection(700, 40, seed=3)
+    unseen = np.flatnonzero(stats.word_mass == 0)
+    ids = np.concatenate([np.random.default_rng(2).permutation(700)[:150], unseen[:1]]).astype(np.int64)
+    mass = stats.word_mass[ids]
+    gathered = stats.rows(ids) / np.where(mass > 0, mass, 1.0)[:, None]
+    assert np.array_equal(stats.normalised_projected_rows(ids, projection), gathered @ projection)
+    np.testing.assert_allclose(gathered, q[ids] / np.where(mass > 0, mass, 1.0)[:, None], atol=1e-15)
+
+
 def test_short_documents_carry_no_pairs():
     stats = CooccurrenceStats(5)
     one_token = EncodedDocument(np.array([2], np.int32), np.array([1.0]))

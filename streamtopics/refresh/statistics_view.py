@@ -25,8 +25,10 @@ def normalised_rows(view, ids: np.ndarray) -> np.ndarray:
 
 def projected_normalised_rows(view, ids: np.ndarray, projection, chunk: int = 512) -> np.ndarray:
     """``normalised_rows(view, ids) @ projection``, a ``chunk`` of full rows at a time; a view
-    that projects its rows itself (the sketch's
+    that projects its rows itself (the packed sums, in one pass; the sketch's
     :class:`~streamtopics.statistics.sketch_view.LowRankView`, through its factors) forms none."""
+    if hasattr(view, "normalised_projected_rows"):
+        return view.normalised_projected_rows(ids, projection)
     if not hasattr(view, "projected_rows"):
         return np.vstack([normalised_rows(view, ids[s : s + chunk]) @ projection for s in range(0, ids.size, chunk)])
     mass = view.word_mass[ids]
