@@ -133,11 +133,14 @@ def rectify(block: np.ndarray, rank: int, iterations: int, seed: int = 0, single
 def _orthonormal(columns: np.ndarray) -> np.ndarray:
     """An orthonormal basis of the columns' span: Cholesky QR twice (two products and two small
     factorisations, several times faster than Householder QR for a tall, thin matrix), or
-    Householder QR when the columns are too close to dependent for it."""
+    Householder QR when the columns are too close to dependent for it. The triangular factor is
+    inverted (it is small) and applied as one matrix product: LAPACK's solve with the 2,000 rows
+    as right-hand sides took three times as long (19 against 6 ms at 2,000 x 110, one thread),
+    40 % of a V = 15,000, K = 100 rectification."""
     try:
         for _ in range(2):
             factor = np.linalg.cholesky(columns.T @ columns)
-            columns = np.linalg.solve(factor, columns.T).T
+            columns = columns @ np.linalg.inv(factor).T
         return columns
     except np.linalg.LinAlgError:
         return np.linalg.qr(columns)[0]
