@@ -55,7 +55,11 @@ class StatisticsLimits:
 def read_statistics(view, config) -> StatisticsLimits:
     """The statistics view step: the floor grows with the documents seen
     (:meth:`~streamtopics.config.ModelConfig.min_document_frequency`), the ceiling is ``max_df``
-    of the documents in the sums."""
+    of the documents in the sums. A sketch's low-rank view is factorised here, on every BLAS
+    thread: on its first use inside the anchor search (one BLAS thread) its V x s products took
+    1.25 s at V = 100,000, s = 400, against 0.75-1.0 s on two."""
+    if hasattr(view, "factors"):
+        view.factors()
     ceiling = None if config.max_df is None else config.max_df * view.n_docs
     background_words = None if ceiling is None else np.asarray(view.document_frequency) > ceiling
     return StatisticsLimits(config.min_document_frequency(view.n_docs), ceiling, background_words)
