@@ -120,3 +120,49 @@ def test_a_rectified_block_of_fewer_than_k_directions_gives_the_raw_rows_search(
     rectified = select_anchors(view, k, 0, None, rectify=5)
     assert np.array_equal(rectified, select_anchors(view, k, 0, None, rectify=0))
     assert len(set(rectified.tolist())) == k
+
+
+def test_after_a_fallback_the_search_takes_the_raw_rows_until_the_stream_doubles(monkeypatch, tmp_path):
+    """A rectified block that keeps fewer than K directions (here every rectified row the same)
+    sends the search to the raw rows; the refreshes after it skip the rectification until the
+    documents seen have doubled, then try again, with the anchors of the raw rows' search each
+    time; the schedule survives a checkpoint. A stream whose block rectifies rectifies every refresh."""
+    import streamtopics.refresh.anchor_selection as refresh
+
+    truth = separable_topics(400, 8, anchor_mass=0.05, seed=5)
+    docs, _ = semi_synthetic(truth.topic_word, 2400, alpha=0.1, doc_length=80, seed=1)
+    words = [f"w{i}" for i in range(400)]
+    tried = []
+
+    def flat_rows(view, ids, rank, steps, seed):  # a block of one direction: fewer than K
+        tried.append(view.n_docs)
+        return np.ones((ids.size, ids.size)) / ids.size
+
+    monkeypatch.setattr(refresh, "rectified_rows", flat_rows)
+    model = StreamingTopicModel(8, vocabulary=words, refine_iterations=0)
+    for start in range(0, 1500, 300):
+        model.learn_many(docs[start:start + 300])
+        view = model.statistics()
+        raw = select_anchors(view, 8, model.min_document_frequency(), model.anchor_candidate_limit(),
+                             model.projection_dim, model.anchor_cleanup, model.seed, rectify=0)
+        assert model.refresh().anchors == [words[i] for i in raw]
+    assert tried == [300, 600, 1200]  # then not before 2,400
+    model.save(tmp_path / "model.st")
+    resumed = StreamingTopicModel.load(tmp_path / "model.st")
+    for each in (model, resumed):
+        each.learn_many(docs[1500:2300])
+        each.refresh()
+    assert tried == [300, 600, 1200]
+    for each in (model, resumed):
+        each.learn_many(docs[2300:])
+        each.refresh()
+    assert tried == [300, 600, 1200, 2400, 2400]
+
+    monkeypatch.setattr(refresh, "rectified_rows", lambda view, ids, rank, steps, seed: tried.append(-1)
+                        or rectified_rows(view, ids, rank, steps, seed))
+    tried.clear()
+    model = StreamingTopicModel(8, vocabulary=words, refine_iterations=0)
+    for start in range(0, 1200, 300):
+        model.learn_many(docs[start:start + 300])
+        model.refresh()
+    assert tried == [-1] * 4

@@ -89,6 +89,7 @@ class AnchorRequest:
     previous: np.ndarray | None
     stickiness: float
     rectify: int
+    on_fallback: object = None
 
 
 def fast_anchors(request: AnchorRequest) -> np.ndarray:
@@ -96,7 +97,7 @@ def fast_anchors(request: AnchorRequest) -> np.ndarray:
     ``previous`` anchors, which also stay candidates down to half of ``min_df`` (the floor grows
     with the stream; without this a young stream's topics lose their anchors); over the rows of
     the candidates' rectified co-occurrence block when ``rectify`` > 0, unless those span fewer than
-    K directions."""
+    K directions (then the raw rows, and ``on_fallback`` is told)."""
     r = request
     candidates, keep = r.candidates, None
     if r.previous is not None:
@@ -112,8 +113,9 @@ def fast_anchors(request: AnchorRequest) -> np.ndarray:
             rows = rectified_rows(r.view, candidates, r.n_topics, r.rectify, r.seed)
             return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness,
                                                 resolution=RESOLUTION)]
-        except DependentRowsError:
-            pass  # rectified to fewer than K directions (fewer positive eigenvalues kept): the raw rows
+        except DependentRowsError:  # rectified to fewer than K directions (fewer positive eigenvalues kept)
+            if r.on_fallback is not None:  # the raw rows below
+                r.on_fallback()
     rows = _candidate_rows(r.view, candidates, r.projection_dim, r.seed)
     return candidates[fast_anchor_words(rows, r.n_topics, cleanup=r.cleanup, keep=keep, stickiness=r.stickiness)]
 
@@ -179,7 +181,7 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
                    projection_dim: int | None = None, cleanup: bool = True, seed: int = 0, *,
                    method: str = "fastanchors", tracker=None,
                    min_support: float = DEFAULT_RP_MIN_SUPPORT, max_df: float | None = None,
-                   previous=None, stickiness: float = 0.0, rectify: int = 0) -> np.ndarray:
+                   previous=None, stickiness: float = 0.0, rectify: int = 0, on_fallback=None) -> np.ndarray:
     """K anchor word ids by the selector named ``method`` (:data:`ANCHOR_SELECTORS`):
 
     ``"fastanchors"``: FastAnchorWords over the Qbar rows of the frequent words (document
@@ -200,7 +202,8 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     tracker-based selectors ignore them. ``rectify`` > 0: ``"fastanchors"`` compares the
     candidates' rows of their co-occurrence block after that many alternating-projection steps
     (:mod:`~streamtopics.refresh.rectification`) instead of their (projected) full rows, where those
-    rows span K directions.
+    rows span K directions; where they do not, it searches the raw rows and calls ``on_fallback()``
+    (if given).
 
     The search runs its BLAS and LAPACK calls on one thread (:data:`ANCHOR_SEARCH_BLAS_THREADS`):
     they are small (QR solves over a few thousand candidate rows, Householder QRs, Ritz
@@ -218,7 +221,7 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     candidates = candidate_words(frequency, min_df, max_candidates)
     candidates = candidates[view.word_mass[candidates] > 0]
     return selector(AnchorRequest(method, view, n_topics, min_df, frequency, candidates, projection_dim, cleanup, seed,
-                                  tracker, min_support, previous, stickiness, rectify))
+                                  tracker, min_support, previous, stickiness, rectify, on_fallback))
 
 
 def _tracker_support(request: AnchorRequest, pooled: bool = False) -> np.ndarray:

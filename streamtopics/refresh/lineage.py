@@ -20,6 +20,7 @@ import numpy as np
 from .alignment import MissingTopic, align_topics
 from .candidate_depth import CandidateDepth
 from .carried import CarriedRefinement
+from .rectification import RectificationSchedule
 from ..config import ModelConfig
 from .labels import LABEL_WORDS, SEPARATOR
 from .steps import run_refresh
@@ -34,15 +35,16 @@ DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (
 @dataclass
 class Lineage:
     """The latest snapshot, its warm-start coefficients (V x K, plus the background's column), the
-    id the next new topic gets, the carried refinement (None: the next refines from the seed) and
-    the anchor candidates' depth (None: chosen afresh): enough for a refresh elsewhere to continue
-    the ids, the refinement and the anchor search."""
+    id the next new topic gets, the carried refinement (None: the next refines from the seed), the
+    anchor candidates' depth (None: chosen afresh) and whether to rectify (None: rectify): enough for
+    a refresh elsewhere to continue the ids, the refinement and the anchor search."""
 
     snapshot: TopicSnapshot | None
     coefficients: np.ndarray | None
     next_topic_id: int
     carried: CarriedRefinement | None = None
     candidate_depth: CandidateDepth | None = None
+    rectification: RectificationSchedule | None = None
 
 
 class RefreshState:
@@ -61,10 +63,12 @@ class RefreshState:
         self.labels: dict[int, str] = {}  # the last label of every topic that may still make an event
         self.carried = CarriedRefinement()  # the refinement's state (refresh/carried.py)
         self.candidate_depth = CandidateDepth()  # how deep the anchor search looks (refresh/candidate_depth.py)
+        self.rectification = RectificationSchedule()  # whether it rectifies (refresh/rectification.py)
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
-        return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried, self.candidate_depth)
+        return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried, self.candidate_depth,
+                       self.rectification)
 
     def adopt(self, lineage: Lineage) -> None:
         """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
@@ -74,6 +78,8 @@ class RefreshState:
             lineage.snapshot, lineage.coefficients, lineage.next_topic_id)
         self.carried = lineage.carried if lineage.carried is not None else CarriedRefinement()
         self.candidate_depth = lineage.candidate_depth if lineage.candidate_depth is not None else CandidateDepth()
+        self.rectification = (lineage.rectification if lineage.rectification is not None
+                              else RectificationSchedule())
 
     def forget_word(self, slot: int) -> None:
         """A vocabulary slot now holds another word: its warm start becomes uniform and the
@@ -85,8 +91,8 @@ class RefreshState:
                 kept.column[slot] = 0.0
 
     def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
-        """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory, the carried refinement
-        and the anchor candidates' depth.
+        """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory, the carried refinement,
+        the anchor candidates' depth and the rectification's schedule.
         The snapshot's own words are kept only when they are no longer a prefix of
         ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
         arrays, snapshot = {}, self.snapshot
@@ -114,6 +120,7 @@ class RefreshState:
             "snapshot_vocabulary": list(snapshot.vocabulary) if relabelled else None,
             "carried": carried_meta,
             "candidate_depth": self.candidate_depth.state(),
+            "rectification": self.rectification.state(),
         }
         return arrays, meta
 
@@ -134,6 +141,8 @@ class RefreshState:
                                      meta.get("carried"))
         self.candidate_depth = CandidateDepth()
         self.candidate_depth.load_state(meta.get("candidate_depth"))
+        self.rectification = RectificationSchedule()
+        self.rectification.load_state(meta.get("rectification"))
         if meta["snapshot"] is not None:
             topic_word = arrays["snapshot.topic_word"]
             words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]

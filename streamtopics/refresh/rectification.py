@@ -152,3 +152,52 @@ def rectified_rows(view, candidates: np.ndarray, rank: int, iterations: int, see
     matrix = rectify(candidate_block(view, candidates), rank, iterations, seed)
     sums = matrix.sum(axis=1, keepdims=True)
     return matrix / np.where(sums > 0, sums, 1.0)
+
+
+RETRY_GROWTH = 2.0  # after a fallback, the rectification is tried again once the documents seen have grown this much
+
+
+class RectificationSchedule:
+    """Whether a refresh's anchor search rectifies the candidates' block, from how the last try went.
+
+    A rectified block that keeps fewer than K directions sends the search to the raw rows after the
+    rectification has been paid for: on Zipf-shaped topics without anchor words (V = 15,000, K =
+    100, ``benchmarks/default_costs.py``) it did so at every refresh, 0.7 s of a 3.8 s warm refresh
+    (the rectification and a FastAnchorWords pass). The shortfall is the topics' shape, not a young
+    stream's noise, so after a refresh whose every rectified search fell back the searches go to the
+    raw rows directly until the documents seen have grown :data:`RETRY_GROWTH`-fold; one that
+    rectifies clears the memory. Where rectification works (real text, Gibbs-fitted truths) every
+    refresh rectifies, as before. Part of the refresh state (checkpoint and lineage), so resumed
+    and scaled-out runs search as the sequential one.
+
+    Examples
+    --------
+    >>> schedule = RectificationSchedule()
+    >>> schedule.steps(5, 10_000)
+    5
+    >>> schedule.record(10_000, fell_back=True)
+    >>> schedule.steps(5, 15_000), schedule.steps(5, 20_000)
+    (0, 5)
+    """
+
+    def __init__(self):
+        self.fell_back_at: int | None = None
+
+    def steps(self, configured: int, n_docs: int) -> int:
+        """The rectification steps this refresh: ``configured`` (``anchor_rectification``), or 0
+        while a fallback is remembered and the stream has not yet grown enough since."""
+        if self.fell_back_at is not None and n_docs < RETRY_GROWTH * self.fell_back_at:
+            return 0
+        return configured
+
+    def record(self, n_docs: int, fell_back: bool) -> None:
+        """How the refresh at ``n_docs`` documents went: every rectified search fell back, or not."""
+        self.fell_back_at = n_docs if fell_back else None
+
+    def state(self) -> dict:
+        """The memory, for the checkpoint."""
+        return {"fell_back_at": self.fell_back_at}
+
+    def load_state(self, state: dict | None) -> None:
+        """Take up what :meth:`state` wrote (None: a checkpoint from before the schedule, which always rectified)."""
+        self.fell_back_at = None if state is None else state["fell_back_at"]

@@ -74,20 +74,29 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
     default candidate cap, FastAnchorWords' candidates reach deeper into the frequency ranking
     where the sums say the deeper set's anchors fit better
     (:class:`~streamtopics.refresh.candidate_depth.CandidateDepth`; ``n_docs``, the documents seen,
-    times that choice)."""
+    times that choice). The candidates' block is rectified unless the last try fell back and the
+    stream has not grown enough since (:class:`~streamtopics.refresh.rectification.RectificationSchedule`)."""
     previous = None
     if state.snapshot is not None and config.anchor_stickiness is not None:
         previous = [i for i in (vocabulary.index.get(w) for w in state.snapshot.anchors)
                     if i is not None and i not in replaced_slots]
 
+    rectify = state.rectification.steps(config.anchor_rectification, n_docs)
+    searches, fallbacks = [], []
+
     def search(cap):
+        searches.append(cap)
         return select_anchors(view, config.n_topics, limits.min_df, cap, config.projection_dim,
                               config.anchor_cleanup, config.seed, method=config.anchor_method, tracker=tracker,
                               min_support=config.rp_min_support, max_df=limits.ceiling, previous=previous,
-                              stickiness=config.anchor_stickiness or 0.0, rectify=config.anchor_rectification)
+                              stickiness=config.anchor_stickiness or 0.0, rectify=rectify,
+                              on_fallback=lambda: fallbacks.append(cap))
 
     chooses = config.max_anchor_candidates == "auto" and config.anchor_method == "fastanchors"
-    return state.candidate_depth.anchors(view, search, config.candidate_limit(), chooses, n_docs, limits.min_df)
+    anchors = state.candidate_depth.anchors(view, search, config.candidate_limit(), chooses, n_docs, limits.min_df)
+    if rectify > 0 and config.anchor_method == "fastanchors":
+        state.rectification.record(n_docs, fell_back=len(fallbacks) == len(searches))
+    return anchors
 
 
 def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
