@@ -192,7 +192,7 @@ class RectificationSchedule:
 
     def record(self, n_docs: int, fell_back: bool) -> None:
         """How the refresh at ``n_docs`` documents went: every rectified search fell back, or not."""
-        self.fell_back_at = n_docs if fell_back else None
+        self.fell_back_at = int(n_docs) if fell_back else None
 
     def state(self) -> dict:
         """The memory, for the checkpoint."""
@@ -200,4 +200,5 @@ class RectificationSchedule:
 
     def load_state(self, state: dict | None) -> None:
         """Take up what :meth:`state` wrote (None: a checkpoint from before the schedule, which always rectified)."""
-        self.fell_back_at = None if state is None else state["fell_back_at"]
+        at = None if state is None else state["fell_back_at"]
+        self.fell_back_at = None if at is None else int(at)
