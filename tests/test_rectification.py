@@ -125,9 +125,11 @@ def test_a_rectified_block_of_fewer_than_k_directions_gives_the_raw_rows_search(
 def test_after_a_fallback_the_search_takes_the_raw_rows_until_the_stream_doubles(monkeypatch, tmp_path):
     """A rectified block that keeps fewer than K directions (here every rectified row the same)
     sends the search to the raw rows; the refreshes after it skip the rectification until the
-    documents seen have doubled, then try again, with the anchors of the raw rows' search each
-    time; the schedule survives a checkpoint. A stream whose block rectifies rectifies every refresh."""
+    documents seen have doubled (or 8 refreshes have skipped it), then try again, with the anchors
+    of the raw rows' search each time; the schedule survives a checkpoint. A stream whose block
+    rectifies rectifies every refresh."""
     import streamtopics.refresh.anchor_selection as refresh
+    from streamtopics.refresh import rectification
 
     truth = separable_topics(400, 8, anchor_mass=0.05, seed=5)
     docs, _ = semi_synthetic(truth.topic_word, 2400, alpha=0.1, doc_length=80, seed=1)
@@ -157,6 +159,14 @@ def test_after_a_fallback_the_search_takes_the_raw_rows_until_the_stream_doubles
         each.learn_many(docs[2300:])
         each.refresh()
     assert tried == [300, 600, 1200, 2400, 2400]
+
+    # a stream that no longer doubles (a window, forgetting, a long run) tries again after 8 skipped refreshes
+    monkeypatch.setattr(rectification, "RETRY_GROWTH", 1e9)
+    tried.clear()
+    for _ in range(2 * (rectification.RETRY_REFRESHES + 1)):
+        model.learn_many(docs[:10])
+        model.refresh()
+    assert len(tried) == 2
 
     monkeypatch.setattr(refresh, "rectified_rows", lambda view, ids, rank, steps, seed: tried.append(-1)
                         or rectified_rows(view, ids, rank, steps, seed))

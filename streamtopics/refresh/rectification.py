@@ -155,6 +155,7 @@ def rectified_rows(view, candidates: np.ndarray, rank: int, iterations: int, see
 
 
 RETRY_GROWTH = 2.0  # after a fallback, the rectification is tried again once the documents seen have grown this much
+RETRY_REFRESHES = 8  # or once this many refreshes have skipped it: a long stream (a window, forgetting) may drift
 
 
 class RectificationSchedule:
@@ -165,40 +166,53 @@ class RectificationSchedule:
     100, ``benchmarks/default_costs.py``) it did so at every refresh, 0.7 s of a 3.8 s warm refresh
     (the rectification and a FastAnchorWords pass). The shortfall is the topics' shape, not a young
     stream's noise, so after a refresh whose every rectified search fell back the searches go to the
-    raw rows directly until the documents seen have grown :data:`RETRY_GROWTH`-fold; one that
-    rectifies clears the memory. Where rectification works (real text, Gibbs-fitted truths) every
-    refresh rectifies, as before. Part of the refresh state (checkpoint and lineage), so resumed
-    and scaled-out runs search as the sequential one.
+    raw rows directly until the documents seen have grown :data:`RETRY_GROWTH`-fold or
+    :data:`RETRY_REFRESHES` refreshes have skipped it; one that rectifies clears the memory. Where
+    rectification works (real text, Gibbs-fitted truths) every refresh rectifies, as before. Part
+    of the refresh state (checkpoint and lineage), so resumed and scaled-out runs search as the
+    sequential one.
 
     Examples
     --------
     >>> schedule = RectificationSchedule()
     >>> schedule.steps(5, 10_000)
     5
-    >>> schedule.record(10_000, fell_back=True)
+    >>> schedule.record(10_000, tried=True, fell_back=True)
     >>> schedule.steps(5, 15_000), schedule.steps(5, 20_000)
     (0, 5)
+    >>> for _ in range(RETRY_REFRESHES):
+    ...     schedule.record(15_000, tried=False, fell_back=False)
+    >>> schedule.steps(5, 15_000)
+    5
     """
 
     def __init__(self):
         self.fell_back_at: int | None = None
+        self.skipped = 0
 
     def steps(self, configured: int, n_docs: int) -> int:
         """The rectification steps this refresh: ``configured`` (``anchor_rectification``), or 0
-        while a fallback is remembered and the stream has not yet grown enough since."""
-        if self.fell_back_at is not None and n_docs < RETRY_GROWTH * self.fell_back_at:
+        while a fallback is remembered and neither retry is due."""
+        if (self.fell_back_at is not None and n_docs < RETRY_GROWTH * self.fell_back_at
+                and self.skipped < RETRY_REFRESHES):
             return 0
         return configured
 
-    def record(self, n_docs: int, fell_back: bool) -> None:
-        """How the refresh at ``n_docs`` documents went: every rectified search fell back, or not."""
-        self.fell_back_at = int(n_docs) if fell_back else None
+    def record(self, n_docs: int, tried: bool, fell_back: bool) -> None:
+        """How the refresh at ``n_docs`` documents went: not ``tried`` (skipped), or tried and every
+        rectified search ``fell_back``, or not."""
+        if not tried:
+            if self.fell_back_at is not None:
+                self.skipped += 1
+        else:
+            self.fell_back_at, self.skipped = (int(n_docs) if fell_back else None), 0
 
     def state(self) -> dict:
         """The memory, for the checkpoint."""
-        return {"fell_back_at": self.fell_back_at}
+        return {"fell_back_at": self.fell_back_at, "skipped": self.skipped}
 
     def load_state(self, state: dict | None) -> None:
         """Take up what :meth:`state` wrote (None: a checkpoint from before the schedule, which always rectified)."""
         at = None if state is None else state["fell_back_at"]
         self.fell_back_at = None if at is None else int(at)
+        self.skipped = 0 if state is None else int(state.get("skipped", 0))

@@ -74,8 +74,8 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
     default candidate cap, FastAnchorWords' candidates reach deeper into the frequency ranking
     where the sums say the deeper set's anchors fit better
     (:class:`~streamtopics.refresh.candidate_depth.CandidateDepth`; ``n_docs``, the documents seen,
-    times that choice). The candidates' block is rectified unless the last try fell back and the
-    stream has not grown enough since (:class:`~streamtopics.refresh.rectification.RectificationSchedule`)."""
+    times that choice). The candidates' block is rectified unless the last try fell back and no
+    retry is due yet (:class:`~streamtopics.refresh.rectification.RectificationSchedule`)."""
     previous = None
     if state.snapshot is not None and config.anchor_stickiness is not None:
         previous = [i for i in (vocabulary.index.get(w) for w in state.snapshot.anchors)
@@ -94,8 +94,8 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
 
     chooses = config.max_anchor_candidates == "auto" and config.anchor_method == "fastanchors"
     anchors = state.candidate_depth.anchors(view, search, config.candidate_limit(), chooses, n_docs, limits.min_df)
-    if rectify > 0 and config.anchor_method == "fastanchors":
-        state.rectification.record(n_docs, fell_back=len(fallbacks) == len(searches))
+    if config.anchor_rectification > 0 and config.anchor_method == "fastanchors":
+        state.rectification.record(n_docs, tried=rectify > 0, fell_back=len(fallbacks) == len(searches))
     return anchors
 
 
