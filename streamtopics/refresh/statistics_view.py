@@ -29,9 +29,4 @@ def projected_normalised_rows(view, ids: np.ndarray, projection, chunk: int = 51
     :class:`~streamtopics.statistics.sketch_view.LowRankView`, through its factors) forms none."""
     if hasattr(view, "normalised_projected_rows"):
         return view.normalised_projected_rows(ids, projection)
-    if not hasattr(view, "projected_rows"):
-        return np.vstack([normalised_rows(view, ids[s : s + chunk]) @ projection for s in range(0, ids.size, chunk)])
-    mass = view.word_mass[ids]
-    rows = view.projected_rows(ids, projection)
-    rows /= np.where(mass > 0, mass, 1.0)[:, None]
-    return rows
+    return np.vstack([normalised_rows(view, ids[s : s + chunk]) @ projection for s in range(0, ids.size, chunk)])

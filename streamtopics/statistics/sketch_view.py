@@ -173,6 +173,14 @@ class LowRankView:
             out -= diagonal[ids][:, None] * at_ids
         return out
 
+    def normalised_projected_rows(self, ids, projection) -> np.ndarray:
+        """The Qbar rows of ``ids`` (divided by their masses; a word of no mass keeps its zero row)
+        times ``projection``: :meth:`projected_rows`, then divided (the anchor search's raw rows)."""
+        mass = self.word_mass[ids]
+        rows = self.projected_rows(ids, projection)
+        rows /= np.where(mass > 0, mass, 1.0)[:, None]
+        return rows
+
     def matmul(self, right: np.ndarray, single: bool = False) -> np.ndarray:
         """``Q_sum @ right`` through the factors: O(V r k) in float64 (``single`` is accepted for
         the interface; the low-rank products are cheap enough without it)."""
