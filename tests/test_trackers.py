@@ -11,6 +11,7 @@ import pytest
 from streamtopics.refresh.candidate_clustering import (
     cluster_candidates,
     default_cluster_threshold,
+    group_separation,
     rp_anchor_groups,
 )
 from streamtopics.statistics.directions import document_directions
@@ -677,6 +678,31 @@ def test_cluster_candidates_components_and_fallback():
     assert cluster_candidates(np.empty((0, 4)), 3).size == 0
     np.testing.assert_array_equal(cluster_candidates(rows, 1), np.zeros(truth.size))
     assert default_cluster_threshold(rows, 1) == np.inf
+
+
+def _minimum_spanning_tree_edges(rows: np.ndarray) -> np.ndarray:
+    """Reference: the squared lengths of a minimum spanning tree's edges (Prim, in plain loops),
+    sorted -- single linkage's merge heights."""
+    c = rows.shape[0]
+    inside, edges = [0], []
+    while len(inside) < c:
+        best = min(((float(((rows[i] - rows[j]) ** 2).sum()), j) for i in inside for j in range(c) if j not in inside))
+        edges.append(best[0])
+        inside.append(best[1])
+    return np.sort(edges)
+
+
+def test_group_separation_against_a_spanning_tree_reference():
+    rng = np.random.default_rng(3)
+    rows, _ = blobs(rng, [4, 1, 6, 3, 2])
+    for k in (2, 3, 5, 7):
+        edges = _minimum_spanning_tree_edges(rows)
+        expected = edges[rows.shape[0] - k] / edges[rows.shape[0] - k - 1]
+        assert group_separation(rows, k) == pytest.approx(expected, rel=1e-9)
+    assert group_separation(rows, 5) > 2  # five blobs apart: Ding et al.'s clean case
+    noise = rng.normal(size=(100, 100))  # no groups at all (300 draws: at most 1.02)
+    assert 1 <= group_separation(noise, 20) < 1.1
+    assert group_separation(rows[:5], 5) == 0.0 and group_separation(rows, 1) == 0.0
 
 
 def test_default_projection_count_is_documented():

@@ -15,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..statistics.trackers import RandomProjectionTracker
 
-__all__ = ["cluster_candidates", "default_cluster_threshold", "rp_anchor_groups"]
+__all__ = ["cluster_candidates", "default_cluster_threshold", "group_separation", "rp_anchor_groups"]
 
 def _sq_distances(rows: np.ndarray) -> np.ndarray:
     C = rows @ rows.T
@@ -59,6 +59,23 @@ def default_cluster_threshold(rows, n_clusters: int) -> float:
         return 0.0
     h = _single_linkage_heights(_sq_distances(rows))
     return 0.5 * float(h[c - n_clusters])
+
+
+def group_separation(rows, n_clusters: int) -> float:
+    """How well the rows fall into ``n_clusters`` groups: the least squared distance between two
+    of the ``n_clusters`` single-linkage groups over the largest link inside one (the heights of
+    the merge that would leave ``n_clusters - 1`` groups and of the last merge before it). Rows
+    with no group structure give about 1 (a topic model's candidates on real text 1.00-1.03, on
+    Gibbs-truth streams up to 1.08); Ding et al.'s clean separation is 2 or more (then
+    :func:`default_cluster_threshold` links exactly ``n_clusters`` components). 0 when there are
+    no more rows than groups, or one group."""
+    rows = np.asarray(rows, dtype=np.float64)
+    c, n_clusters = rows.shape[0], int(n_clusters)
+    if n_clusters <= 1 or c <= n_clusters:
+        return 0.0
+    heights = _single_linkage_heights(_sq_distances(rows))
+    inside = float(heights[c - n_clusters - 1])
+    return float(heights[c - n_clusters]) / inside if inside > 0 else float("inf")
 
 
 def _relabel_first_seen(labels: np.ndarray) -> np.ndarray:
@@ -123,6 +140,7 @@ def rp_anchor_groups(
     *,
     threshold: float | None = None,
     weighting: str = "snr",
+    min_separation: float = 0.0,
 ) -> list[np.ndarray]:
     """The ``rp`` anchor selector: candidates -> rows -> clusters -> one word group per topic.
 
@@ -137,7 +155,8 @@ def rp_anchor_groups(
     frequency.  The model then uses either the representative (first) word's row or the group's
     averaged row as the anchor row; the average is the more noise-resilient choice (Ding et
     al.), best taken over the members close to the representative (a stray mixed word would
-    pull it towards the interior of the hull).
+    pull it towards the interior of the hull). With ``min_separation`` > 0: no groups (``[]``)
+    unless the candidates' :func:`group_separation` reaches it.
     """
     cand, wins = tracker.candidates(min_support, weighting=weighting, return_wins=True)
     if cand.size == 0:
@@ -145,6 +164,8 @@ def rp_anchor_groups(
     rows = np.asarray(get_rows(cand), dtype=np.float64)
     if rows.shape[0] != cand.size:
         raise ValueError(f"get_rows returned {rows.shape[0]} rows for {cand.size} candidates")
+    if min_separation > 0 and group_separation(rows, n_topics) < min_separation:
+        return []
     labels = cluster_candidates(rows, n_topics, threshold=threshold)
     freq = tracker.S[cand]
     groups = []
