@@ -204,8 +204,10 @@ def select_anchors(view, n_topics: int, min_df: int, max_candidates: int | None 
     (:func:`~streamtopics.refresh.candidate_clustering.rp_anchor_groups`), each group's first (strongest) word; if
     there are fewer than K groups, the remaining anchors are greedy FastAnchorWords steps over
     the other frequent words, starting from the span of the groups' anchors.
-    ``"hybrid"``: FastAnchorWords over the tracker's candidates only (a few hundred rows instead
-    of V); if there are fewer than K candidates, the most frequent other eligible words join them.
+    ``"hybrid"``: ``"rp"``'s anchors where its candidates fall into K groups set apart
+    (:data:`GROUP_SEPARATION`); otherwise FastAnchorWords over the tracker's candidates only (a
+    few hundred rows instead of V), and if there are fewer than K candidates, the most frequent
+    other eligible words join them.
 
     ``tracker`` (a :class:`~streamtopics.statistics.trackers.RandomProjectionTracker` fed the same documents
     as ``view``) is needed by ``"rp"`` and ``"hybrid"``; ``min_support`` is their relative support
