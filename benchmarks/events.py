@@ -3,8 +3,9 @@ with planted changes (docs/design.md, "Topic identity").
 
 A **stationary** stream has nothing to announce once the burn-in ended: every birth, death or
 return after it is churn. Its report: refreshes after the burn-in, births / deaths / returns /
-changes after it, births and deaths per 10 refreshes, and the share of the ids present when the
-burn-in ended that are present at the end.
+changes / topics found after it, births and deaths per 10 refreshes, and the share of the ids
+present when the burn-in ended that are present at the end. A topic *found* (a subject the
+stream held all along, now told apart: docs/design.md, "Topic identity") is no birth.
 
 * ``gibbs-<corpus>``: a Gibbs-truth stream of the quality protocol (tomotopy truths, cached in
   ``.artifacts/quality``; :mod:`benchmarks.quality.truths`);
@@ -167,7 +168,7 @@ def staged_found(snapshots: list, matches: list, first: dict[str, int], every: i
 def churn(snapshots: list) -> dict:
     """What happened after the burn-in of a stream with nothing to announce."""
     settled = next((i for i, s in enumerate(snapshots) if not s.forming), None)
-    counts = {"birth": 0, "death": 0, "return": 0, "change": 0}
+    counts = {"birth": 0, "death": 0, "return": 0, "change": 0, "found": 0}
     if settled is None:
         return {"refreshes": 0, **counts, "per_10": float("nan"), "ids_kept": float("nan")}
     for snapshot in snapshots[settled + 1:]:

@@ -315,8 +315,12 @@ class StreamingTopicModel:
         if n_docs == 0:
             raise RuntimeError("no documents absorbed yet: nothing to refresh")
         statistics = self.ingest.statistics.frozen_copy() if frozen else self.ingest.statistics
+        reservoir = self.ingest.reservoir_batch()
+        stamps = None if reservoir is None else self.ingest.reservoir.stamps()
+        if self.ingest.reservoir is not None:  # the documents from now on come after this refresh
+            self.ingest.reservoir.stamp = n_docs
         return {"view": statistics.refresh_view(self.config), "tracker": statistics.tracker, "n_docs": n_docs,
-                "position": position, "reservoir": self.ingest.reservoir_batch(),
+                "position": position, "reservoir": reservoir, "stamps": stamps,
                 "stream_time": self.ingest.stream_time if stream_time is None else stream_time,
                 "prepare_s": time.perf_counter() - t0}
 
@@ -332,7 +336,8 @@ class StreamingTopicModel:
         # the excerpts are read live (a background refresh too): one evicted meanwhile shows its words only
         snapshot, timings = self.lineage.advance(
             prepared["view"], prepared["tracker"], self.vocabulary, prepared["n_docs"], prepared["position"],
-            prepared["reservoir"], prepared["stream_time"], self.ingest.replaced_slots, self.ingest.excerpts)
+            prepared["reservoir"], prepared["stream_time"], self.ingest.replaced_slots, self.ingest.excerpts,
+            prepared["stamps"])
         prepare_s = prepared["prepare_s"]
         if self.schedule.drift is not None:
             self.schedule.drift.reset()  # the baseline is the fit against the new snapshot

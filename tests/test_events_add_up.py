@@ -12,8 +12,8 @@ WORDS = [f"w{i}" for i in range(V)]
 
 
 def ledger_problems(snapshots: list[TopicSnapshot], death_grace: int) -> list[str]:
-    """What contradicts the events: the announced topics are the births and returns less the
-    deaths; a snapshot lists the announced ones (less its missing) plus its tentative ones, and a
+    """What contradicts the events: the announced topics are the births, topics found and returns
+    less the deaths; a snapshot lists the announced ones (less its missing) plus its tentative ones, and a
     topic stays missing at most ``death_grace`` + 1 snapshots in a row before its death."""
     problems, announced, away = [], None, {}
     for s in snapshots:
@@ -24,7 +24,7 @@ def ledger_problems(snapshots: list[TopicSnapshot], death_grace: int) -> list[st
         announced = set() if announced is None else announced
         for event in s.events:
             topic = event["topic"]
-            if event["type"] in ("birth", "return"):
+            if event["type"] in ("birth", "found", "return"):
                 if topic in announced:
                     problems.append(f"{s.version}: {topic} announced twice")
                 announced.add(topic)

@@ -106,7 +106,7 @@ def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
 
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
-    """One line per birth, return and change in ``snapshot.events``, one for all deaths; each topic
+    """One line per birth, topic found, return and change in ``snapshot.events``, one for all deaths; each topic
     with its label (events written before labels existed: without)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
@@ -114,8 +114,8 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
         topic = event["topic"]
         name = f"topic {topic:<4}" + (f" {event['label']}" if event.get("label") else "")
         tail = ": " + " ".join(w for w, _ in top[topic]) if topic in top else ""
-        if event["type"] in ("birth", "return"):
-            sign = "+" if event["type"] == "birth" else "<"
+        if event["type"] in ("birth", "found", "return"):
+            sign = {"birth": "+", "found": "*", "return": "<"}[event["type"]]
             lines.append(f"  {sign} {event['type']:<7} {name}  anchor {event['anchor']!r}{tail}")
         elif event["type"] == "change":
             moved = " ".join([f"+{w}" for w in event.get("words_in", [])[:3]]
@@ -139,8 +139,8 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
         parts.append("topics forming (events wait for the burn-in)")
     else:
         counts = {t: sum(e["type"] == t for e in snapshot.events) for t in EVENT_TYPES}
-        parts.append(", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items()
-                               if n or t != "return"))  # returns are rare: named when there are some
+        parts.append(", ".join(f"{n} {t}{'s' if n != 1 and t != 'found' else ''}" for t, n in counts.items()
+                               if n or t not in ("found", "return")))  # rare ones named when there are some
         # with these the events add up: the topics listed are the ones announced plus the tentative
         if snapshot.tentative:
             parts.append(f"tentative (born if they last) {', '.join(map(str, snapshot.tentative))}")

@@ -289,6 +289,7 @@
     const lines = [];
     let title;
     if (e.type === "birth") title = `Topic #${e.topic} born`;
+    else if (e.type === "found") title = `Topic #${e.topic} found (in the stream all along)`;
     else if (e.type === "death") title = `Topic #${e.topic} died`;
     else if (e.type === "return") title = `Topic #${e.topic} returned`;
     else {

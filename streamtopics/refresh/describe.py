@@ -46,6 +46,8 @@ DOCUMENT_WORDS = 10  # words shown of a representative document (its most freque
 MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly
 # it), and their mean is that of 200 float64 updates to within 1.3 % (20 Newsgroups, K = 20 and 50)
 POOL = 5000  # kept documents (evenly spaced over the reservoir) whose mixtures give the shares and representatives
+OLDEST = 1 / 8  # older_share: the oldest part of the pool a subject must already be in to be an old one (a forgetting
+# model's pool spans 8 half-lives: a subject that came in the last 7 is new to it)
 HALF_LIVES_POOLED = 8  # a forgetting model pools its newest documents back this many half-lives (older: < 0.4 %)
 SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
 # to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
@@ -201,14 +203,36 @@ def document_pool(batch: DocumentBatch, n_words: int, pool: int = POOL,
     model's reservoir holds its newest documents, oldest first; with its ``half_life`` in
     documents only the newest ``HALF_LIVES_POOLED`` half-lives are pooled, and a document's weight
     halves with every ``half_life`` documents after it, as its weight in the sums does."""
-    rows, weights = np.arange(len(batch)), None
+    rows = pooled_rows(len(batch), pool, half_life)
+    weights = None if half_life is None else 0.5 ** ((len(batch) - 1 - rows) / half_life)
+    return _known(batch.select(rows), n_words), weights
+
+
+def pooled_rows(n_documents: int, pool: int = POOL, half_life: float | None = None) -> np.ndarray:
+    """The positions in the reservoir's batch of :func:`document_pool`'s documents."""
+    rows = np.arange(n_documents)
     if half_life is not None:
-        rows = rows[max(0, len(batch) - int(np.ceil(HALF_LIVES_POOLED * half_life))):]
+        rows = rows[max(0, n_documents - int(np.ceil(HALF_LIVES_POOLED * half_life))):]
     if rows.size > pool:
         rows = rows[::-(-rows.size // pool)]
-    if half_life is not None:
-        weights = 0.5 ** ((len(batch) - 1 - rows) / half_life)
-    return _known(batch.select(rows), n_words), weights
+    return rows
+
+
+def older_share(mixtures: np.ndarray, stamps: np.ndarray, oldest: float = OLDEST) -> np.ndarray | None:
+    """Each topic's mean weight in the ``oldest`` share of the pooled documents (by their
+    reservoir stamps, :meth:`~streamtopics.refresh.reservoir.Reservoir.stamps`; ties in pool
+    order) over its mean weight in the newer half: about 1 for a subject present from the start
+    of what the reservoir remembers, near 0 for one that came since. NaN for a topic with no
+    weight in the newer half; None when the stamps cannot tell older from newer (all alike: a
+    young stream, or a state written before stamps)."""
+    stamps = np.asarray(stamps)
+    if stamps.size < 2 or stamps.min() == stamps.max():
+        return None
+    order = np.argsort(stamps, kind="stable")
+    older, newer = order[: max(1, int(stamps.size * oldest))], order[stamps.size // 2:]
+    before, lately = mixtures[older].mean(axis=0), mixtures[newer].mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(lately > 0, before / np.where(lately > 0, lately, 1.0), np.nan)
 
 
 def pool_mixtures(topics, pool: DocumentBatch) -> np.ndarray:

@@ -20,6 +20,13 @@ class Reservoir:
     streams gives the same sample. A reservoir of recent documents is not representative of a
     stream that is ordered by subject (see benchmarks/refinement.py), hence uniform for exact
     sums.
+
+    Each kept document carries a *stamp*: the documents the model had seen at its last refresh
+    before the document came (:attr:`stamp` when it was added). Stamps tell the reservoir's older
+    documents from its newer ones, so that a topic the refinement has just told apart can be
+    called new only if its documents are new (docs/design.md, "Topic identity"); they count
+    refreshes, not arrivals, so a merged sub-stream's documents (the Dask replay's windows, a
+    scale-out round) get the stamp a single model reading them at that point would give.
     """
 
     def __init__(self, capacity: int = 2000, kind: str = "recent"):
@@ -28,21 +35,24 @@ class Reservoir:
         self.capacity = int(capacity)
         self.kind = kind
         self.documents: deque = deque(maxlen=self.capacity)  # recent
-        self._heap: list = []  # uniform: (-key hash, -arrival, ids, counts), largest kept hash on top
+        self._heap: list = []  # uniform: (-key hash, -arrival, ids, counts, stamp), largest kept hash on top
         self._added = 0
+        self.stamp = 0  # the stamp of the documents added from now on (documents seen at the last refresh)
 
     def __len__(self) -> int:
         return len(self.documents) if self.kind == "recent" else len(self._heap)
 
-    def add(self, ids: np.ndarray, counts: np.ndarray, key_hash: int = 0) -> None:
+    def add(self, ids: np.ndarray, counts: np.ndarray, key_hash: int = 0, stamp: int | None = None) -> None:
+        """Offer a document; ``stamp`` defaults to :attr:`stamp`."""
+        stamp = self.stamp if stamp is None else int(stamp)
         if self.kind == "recent":
-            self.documents.append((np.array(ids, np.int32), np.array(counts, np.float64), int(key_hash)))
+            self.documents.append((np.array(ids, np.int32), np.array(counts, np.float64), int(key_hash), stamp))
             return
         self._added += 1  # ties (equal hashes: equal contents) broken by arrival, never by the arrays
         full = len(self._heap) >= self.capacity
         if full and int(key_hash) >= -self._heap[0][0]:
             return  # not among the smallest hashes: no copy made
-        item = (-int(key_hash), -self._added, np.array(ids, np.int32), np.array(counts, np.float64))
+        item = (-int(key_hash), -self._added, np.array(ids, np.int32), np.array(counts, np.float64), stamp)
         (heapq.heapreplace if full else heapq.heappush)(self._heap, item)
 
     def drop_word(self, word: int) -> None:
@@ -52,16 +62,17 @@ class Reservoir:
             return (ids, counts) if keep.all() else (ids[keep], counts[keep])
 
         if self.kind == "recent":
-            self.documents = deque(((*without(ids, counts), key) for ids, counts, key in self.documents),
+            self.documents = deque(((*without(ids, counts), key, stamp) for ids, counts, key, stamp in self.documents),
                                    maxlen=self.capacity)
         else:
-            self._heap = [(h, arrival, *without(ids, counts)) for h, arrival, ids, counts in self._heap]
+            self._heap = [(h, arrival, *without(ids, counts), stamp) for h, arrival, ids, counts, stamp in self._heap]
 
     def merge(self, other: "Reservoir") -> "Reservoir":
         """Add the sample of another, disjoint sub-stream. Uniform reservoirs merge exactly: the
         bottom-k of the union is the bottom-k of the two bottom-k samples, so the merged sample is
         the one a single reservoir over both sub-streams would hold. Recent ones have no common
-        clock: the other's documents count as the newer."""
+        clock: the other's documents count as the newer. The other's documents take this one's
+        :attr:`stamp`: they reach this model now."""
         if other.kind != self.kind or other.capacity != self.capacity:
             raise ValueError("reservoirs merge only with the same kind and capacity")
         for ids, counts, key_hash in other.items():
@@ -71,8 +82,20 @@ class Reservoir:
     def items(self) -> list:
         """``(ids, counts, key_hash)`` of the kept documents (uniform: in key-hash order)."""
         if self.kind == "recent":
-            return list(self.documents)
-        return [(ids, counts, -h) for h, _, ids, counts in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+            return [(ids, counts, key) for ids, counts, key, _ in self.documents]
+        return [(ids, counts, -h) for h, _, ids, counts, _ in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+
+    def stamps(self) -> np.ndarray:
+        """Each kept document's stamp (int64), in :meth:`batch` order."""
+        if self.kind == "recent":
+            return np.array([stamp for *_, stamp in self.documents], np.int64)
+        return np.array([self._heap[i][4] for i in self._order()], np.int64)
+
+    def _order(self) -> list:
+        """The heap's positions in :meth:`items` order (key hash, then arrival)."""
+        heap = self._heap
+        hashes = np.array([-item[0] for item in heap], np.uint64)
+        return np.lexsort((np.array([-item[1] for item in heap], np.int64), hashes)).tolist()
 
     def batch(self) -> DocumentBatch:
         """The kept documents with their key hashes, in :meth:`items` order, as one batch. A
@@ -80,22 +103,27 @@ class Reservoir:
         sorting tuples (40,000 documents: 0.11 s against 0.17 s through :meth:`items`, one run)."""
         if self.kind == "recent":
             kept = list(self.documents)
-            keys = np.array([key_hash for _, _, key_hash in kept], np.uint64)
-            return DocumentBatch.from_lists([ids for ids, _, _ in kept], [counts for _, counts, _ in kept], keys)
-        heap = self._heap
-        hashes = np.array([-item[0] for item in heap], np.uint64)
-        order = np.lexsort((np.array([-item[1] for item in heap], np.int64), hashes)).tolist()
-        return DocumentBatch.from_lists([heap[i][2] for i in order], [heap[i][3] for i in order], hashes[order])
+            keys = np.array([key_hash for _, _, key_hash, _ in kept], np.uint64)
+            return DocumentBatch.from_lists([d[0] for d in kept], [d[1] for d in kept], keys)
+        heap, order = self._heap, self._order()
+        hashes = np.array([-heap[i][0] for i in order], np.uint64)
+        return DocumentBatch.from_lists([heap[i][2] for i in order], [heap[i][3] for i in order], hashes)
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """The kept documents and their key hashes, in :meth:`items` order (none while empty)."""
+        """The kept documents, their key hashes and stamps, in :meth:`items` order, and the
+        current stamp."""
+        stamp = np.array([self.stamp], np.int64)
         if not len(self):
-            return {}
+            return {"stamp": stamp}
         kept = self.batch()
-        return {"indptr": kept.indptr, "indices": kept.indices, "counts": kept.counts, "keys": kept.keys}
+        return {"indptr": kept.indptr, "indices": kept.indices, "counts": kept.counts, "keys": kept.keys,
+                "stamps": self.stamps(), "stamp": stamp}
 
     def load_state_dict(self, state: dict) -> None:
-        """Add the documents :meth:`state_dict` wrote (to an empty reservoir: the same sample)."""
+        """Add the documents :meth:`state_dict` wrote (to an empty reservoir: the same sample).
+        A state written before stamps gives every document stamp 0."""
         indptr = state.get("indptr", ())
+        stamps = state.get("stamps", np.zeros(max(len(indptr) - 1, 0), np.int64))
         for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:])):
-            self.add(state["indices"][a:b], state["counts"][a:b], int(state["keys"][d]))
+            self.add(state["indices"][a:b], state["counts"][a:b], int(state["keys"][d]), int(stamps[d]))
+        self.stamp = int(state["stamp"][0]) if "stamp" in state else 0

@@ -32,7 +32,8 @@ import numpy as np
 
 from .anchor_selection import select_anchors
 from .carried import refine_carried
-from .describe import document_pool, pool_mixtures, representative_documents, topic_coherence, topic_shares
+from .describe import (document_pool, older_share, pool_mixtures, pooled_rows, representative_documents,
+                       topic_coherence, topic_shares)
 from .recovery import Recovery, recover_topics
 from .refinement import Refinement, recovery_columns, refine_recovery
 from .separability import FIT_WORDS, SEPARABLE_FIT, measurable, most_frequent_words
@@ -148,13 +149,15 @@ def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_tim
     return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
 
 
-def share(result: Recovery, reservoir, config) -> tuple[Recovery, tuple | None]:
+def share(result: Recovery, reservoir, config, stamps=None) -> tuple[Recovery, tuple | None]:
     """The share step: ``result`` with each topic's share of the stream as its prevalence, the
     mean of its weight in the mixtures of a pool of the ``reservoir``'s documents
     (:func:`~streamtopics.refresh.describe.topic_shares`; a forgetting model's with a half-life in
     documents weighs them as its sums do, one in stream time equally), and ``(pool, mixtures)``
-    for the description. Without a reservoir, or with no known word in it, the recovery's share
-    of the tokens stays, and the pool is None."""
+    for the description; with the reservoir documents' ``stamps``, each topic's
+    :func:`~streamtopics.refresh.describe.older_share` too (events tell new subjects by it).
+    Without a reservoir, or with no known word in it, the recovery's share of the tokens stays,
+    and the pool is None."""
     if reservoir is None:
         return result, None
     half_life = config.half_life if config.half_life_unit == "documents" else None
@@ -163,7 +166,9 @@ def share(result: Recovery, reservoir, config) -> tuple[Recovery, tuple | None]:
     shares = topic_shares(pool, mixtures, weights)
     if shares is None:
         return result, None
-    return dataclasses.replace(result, prevalence=shares), (pool, mixtures)
+    older = None if stamps is None else older_share(mixtures, np.asarray(stamps)[pooled_rows(len(reservoir),
+                                                                                           half_life=half_life)])
+    return dataclasses.replace(result, prevalence=shares, older_share=older), (pool, mixtures)
 
 
 def describe(snapshot, reservoir, excerpts, pooled: tuple | None) -> None:
@@ -177,7 +182,7 @@ def describe(snapshot, reservoir, excerpts, pooled: tuple | None) -> None:
 
 
 def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservoir, stream_time,
-                replaced_slots: set[int], excerpts=None) -> tuple:
+                replaced_slots: set[int], excerpts=None, stamps=None) -> tuple:
     """The steps in order over the statistics ``view``, continuing ``state`` (a
     :class:`~streamtopics.refresh.lineage.RefreshState`); returns the snapshot and the timings of its
     steps (see :meth:`~streamtopics.refresh.lineage.RefreshState.advance`)."""
@@ -191,7 +196,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     result, refinement = refine(result, reservoir, limits, config, state, n_docs)
     t_refine = time.perf_counter() - t_refine
     t_share = time.perf_counter()
-    result, pooled = share(result, reservoir, config)
+    result, pooled = share(result, reservoir, config, stamps)
     t_share = time.perf_counter() - t_share
     t1 = time.perf_counter()
     snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)

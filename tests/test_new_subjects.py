@@ -1,0 +1,123 @@
+"""Births are subjects new to the stream; a topic the model only now tells apart is "found"
+(issue 46; docs/design.md, "Topic identity")."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from streamtopics.config import ModelConfig
+from streamtopics.refresh.describe import older_share
+from streamtopics.refresh.lineage import NEW_SUBJECT, RefreshState
+from streamtopics.refresh.reservoir import Reservoir
+from streamtopics.text.vocabulary import Vocabulary
+
+
+def test_older_share_against_a_plain_reference():
+    rng = np.random.default_rng(5)
+    mixtures = rng.dirichlet(np.full(4, 0.3), size=80)
+    stamps = rng.integers(0, 6, size=80) * 1000
+    got = older_share(mixtures, stamps)
+    # reference: the documents sorted by stamp (ties in pool order), the oldest eighth against the newer half
+    order = sorted(range(80), key=lambda d: (stamps[d], d))
+    oldest, newer = order[:10], order[40:]
+    for k in range(4):
+        before = sum(mixtures[d, k] for d in oldest) / len(oldest)
+        lately = sum(mixtures[d, k] for d in newer) / len(newer)
+        assert got[k] == pytest.approx(before / lately, rel=1e-12)
+    assert older_share(mixtures, np.full(80, 7)) is None  # stamps that cannot tell older from newer
+    silent = mixtures.copy()
+    silent[40:, 0] = 0.0
+    assert np.isnan(older_share(silent, np.arange(80))[0])  # no weight lately
+
+
+@pytest.mark.parametrize("kind", ["recent", "uniform"])
+def test_reservoir_stamps_follow_documents_through_merge_drop_and_state(kind):
+    reservoir = Reservoir(10, kind)
+    for d in range(6):
+        if d == 3:
+            reservoir.stamp = 300  # the model refreshed after 3 documents
+        reservoir.add(np.array([d, 20]), np.array([1.0, 2.0]), key_hash=1000 + d)
+    keys = reservoir.batch().keys
+    expected = np.where(keys >= 1003, 300, 0)
+    np.testing.assert_array_equal(reservoir.stamps(), expected)
+    reservoir.drop_word(20)
+    np.testing.assert_array_equal(reservoir.stamps(), expected)
+    other = Reservoir(10, kind)
+    other.stamp = 5  # the other sub-stream's own count means nothing here
+    other.add(np.array([7]), np.array([1.0]), key_hash=999)
+    reservoir.stamp = 600
+    reservoir.merge(other)  # it reaches this model now
+    merged = dict(zip(reservoir.batch().keys.tolist(), reservoir.stamps().tolist()))
+    assert merged[999] == 600 and merged[1000] == 0 and merged[1005] == 300
+    restored = Reservoir(10, kind)
+    restored.load_state_dict(reservoir.state_dict())
+    np.testing.assert_array_equal(restored.stamps(), reservoir.stamps())
+    assert restored.stamp == 600
+    old = {k: v for k, v in reservoir.state_dict().items() if k not in ("stamps", "stamp")}  # written before stamps
+    before_stamps = Reservoir(10, kind)
+    before_stamps.load_state_dict(old)
+    assert not before_stamps.stamps().any() and before_stamps.stamp == 0
+
+
+def _columns(*word_ranges, n_words):
+    out = np.zeros((n_words, len(word_ranges)))
+    for k, words in enumerate(word_ranges):
+        out[list(words), k] = 1.0 / len(words)
+    return out
+
+
+@pytest.mark.parametrize(("then", "now", "kind"), [(1.0, 0.95, "found"), (0.1, 0.05, "birth"),
+                                                   (0.2, 0.8, "birth"), (0.9, 0.3, "birth"), (None, 1.0, "found"),
+                                                   (None, 0.3, "birth"), (1.0, None, "birth")])
+def test_a_new_topic_is_born_only_if_its_subject_is_new(then, now, kind):
+    """The share of the new topic's weight in the reservoir's oldest documents when it appeared
+    (``then``) and when it is announced (``now``): found only when both say the stream held it all
+    along; an unknown first share leaves it to the share now, an unknown share now makes a birth
+    (as before stamps)."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=0))
+
+    def publish(topic_word, anchors, share):
+        k = topic_word.shape[1]
+        older = None if share is None else np.array([1.0, 1.0, 1.0, share])
+        result = SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                                 prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0,
+                                 older_share=older)
+        return state.publish(result, vocabulary, 100)
+
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    publish(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25], 1.0)
+    newcomer = _columns(*old, range(30, 40), n_words=40)
+    appeared = publish(newcomer, [0, 10, 20, 30], then)
+    assert appeared.tentative == [appeared.topic_ids[3]]
+    announced = publish(newcomer, [0, 10, 20, 30], now)
+    events = [(e["type"], e["topic"]) for e in announced.events if e["type"] in ("birth", "found")]
+    assert events == [(kind, appeared.topic_ids[3])]
+    assert announced.tentative == []  # announced either way: the events add up
+    assert NEW_SUBJECT == 0.5
+
+
+def test_first_seen_share_survives_save_and_load():
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    config = ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=0)
+    state = RefreshState(config)
+
+    def result(topic_word, anchors, share):
+        k = topic_word.shape[1]
+        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                               prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0,
+                               older_share=np.array([1.0, 1.0, 1.0, share]))
+
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    state.publish(result(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25], 1.0), vocabulary, 100)
+    newcomer = _columns(*old, range(30, 40), n_words=40)
+    state.publish(result(newcomer, [0, 10, 20, 30], 0.1), vocabulary, 200)  # it appears: a new subject then
+    arrays, meta = state.state_dict(vocabulary)
+    restored = RefreshState(config)
+    restored.load_state_dict(arrays, meta, vocabulary)
+    snapshot = restored.publish(result(newcomer, [0, 10, 20, 30], 0.9), vocabulary, 300)
+    # a birth: the share now says old, but the first one, read back from the checkpoint, said new
+    assert [e["type"] for e in snapshot.events if e["type"] in ("birth", "found")] == ["birth"]
