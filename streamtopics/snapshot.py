@@ -11,7 +11,7 @@ import numpy as np
 from .refresh.labels import MAX_LABEL_WORDS, topic_labels
 
 DISPLAY_RELEVANCE = 0.6  # Sievert & Shirley's (2014) user study: lambda ~0.6 reads best
-EVENT_TYPES = ("birth", "found", "death", "return", "change")  # what ``TopicSnapshot.events`` may say
+EVENT_TYPES = ("birth", "found", "death", "lost", "return", "change")  # what ``TopicSnapshot.events`` may say
 ANCHOR_SHOWN_WORDS = 20  # an anchor is shown with its topic only when among this many of its most relevant words
 RANKED_WORDS = ANCHOR_SHOWN_WORDS  # top_words ranks at least this many words at once (labels ask for 3, events
 # for 10, the anchor shown for 20): one ranking per snapshot
@@ -23,10 +23,11 @@ class TopicSnapshot:
 
     ``topic_word`` is V x K with columns summing to 1, column k being topic ``topic_ids[k]``;
     ids are stable across refreshes (docs/design.md, "Topic identity"). ``events`` lists what
-    changed since the previous snapshot: ``{"type": "birth" | "found" | "death" | "return" |
-    "change", "topic": id, ...}`` (a birth: a new topic whose subject is new to the stream; found:
-    a new topic whose subject the stream held all along, now told apart; a return: a topic
-    announced dead came back and has its id again).
+    changed since the previous snapshot: ``{"type": "birth" | "found" | "death" | "lost" |
+    "return" | "change", "topic": id, ...}`` (a birth: a new topic whose subject is new to the
+    stream; found: a new topic whose subject the stream held all along, now told apart; a death:
+    a topic gone whose subject stopped; lost: one gone whose subject goes on; a return: a topic
+    announced dead or lost came back and has its id again).
     ``position`` is the stream position the snapshot reflects (Kafka offsets, archive line, ...),
     set by the caller. The snapshot holds no wall-clock time, so replaying a stream reproduces it
     byte for byte.

@@ -13,7 +13,7 @@ WORDS = [f"w{i}" for i in range(V)]
 
 def ledger_problems(snapshots: list[TopicSnapshot], death_grace: int) -> list[str]:
     """What contradicts the events: the announced topics are the births, topics found and returns
-    less the deaths; a snapshot lists the announced ones (less its missing) plus its tentative ones, and a
+    less the deaths and topics lost; a snapshot lists the announced ones (less its missing) plus its tentative ones, and a
     topic stays missing at most ``death_grace`` + 1 snapshots in a row before its death."""
     problems, announced, away = [], None, {}
     for s in snapshots:
@@ -28,7 +28,7 @@ def ledger_problems(snapshots: list[TopicSnapshot], death_grace: int) -> list[st
                 if topic in announced:
                     problems.append(f"{s.version}: {topic} announced twice")
                 announced.add(topic)
-            elif event["type"] == "death":
+            elif event["type"] in ("death", "lost"):
                 if topic not in announced:
                     problems.append(f"{s.version}: death of {topic}, never announced")
                 announced.discard(topic)

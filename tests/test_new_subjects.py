@@ -1,5 +1,5 @@
-"""Births are subjects new to the stream; a topic the model only now tells apart is "found"
-(issue 46; docs/design.md, "Topic identity")."""
+"""Births and deaths are subjects that start and stop; a topic the model only now tells apart is
+"found", one it no longer tells apart "lost" (issue 46; docs/design.md, "Topic identity")."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from streamtopics.config import ModelConfig
-from streamtopics.refresh.describe import older_share
-from streamtopics.refresh.lineage import NEW_SUBJECT, RefreshState
+from streamtopics.refresh.describe import newer_share, older_share
+from streamtopics.refresh.lineage import NEW_SUBJECT, STOPPED_SUBJECT, RefreshState
 from streamtopics.refresh.reservoir import Reservoir
 from streamtopics.text.vocabulary import Vocabulary
 
@@ -27,6 +27,13 @@ def test_older_share_against_a_plain_reference():
         before = sum(mixtures[d, k] for d in oldest) / len(oldest)
         lately = sum(mixtures[d, k] for d in newer) / len(newer)
         assert got[k] == pytest.approx(before / lately, rel=1e-12)
+    # and the mirror: the newest eighth (ties: the later in pool order first) against the older half
+    newest, older = order[::-1][:10], order[::-1][40:]
+    mirrored = newer_share(mixtures, stamps)
+    for k in range(4):
+        lately = sum(mixtures[d, k] for d in newest) / len(newest)
+        before = sum(mixtures[d, k] for d in older) / len(older)
+        assert mirrored[k] == pytest.approx(lately / before, rel=1e-12)
     assert older_share(mixtures, np.full(80, 7)) is None  # stamps that cannot tell older from newer
     silent = mixtures.copy()
     silent[40:, 0] = 0.0
@@ -121,3 +128,36 @@ def test_first_seen_share_survives_save_and_load():
     snapshot = restored.publish(result(newcomer, [0, 10, 20, 30], 0.9), vocabulary, 300)
     # a birth: the share now says old, but the first one, read back from the checkpoint, said new
     assert [e["type"] for e in snapshot.events if e["type"] in ("birth", "found")] == ["birth"]
+
+
+@pytest.mark.parametrize(("goes_on", "kind"), [(False, "death"), (True, "lost")])
+def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
+    """Its last column put back beside the topics the pooled documents are inferred over: a topic
+    whose subject left the newest documents is dead, one whose subject goes on (the model merged or
+    split it) is lost; without the pool's stamps, a death as before."""
+    from streamtopics.text.documents import DocumentBatch
+
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
+
+    def result(topic_word, anchors):
+        k = topic_word.shape[1]
+        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                               prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0,
+                               older_share=np.ones(k), newer_share=np.ones(k))
+
+    old = [range(0, 10), range(10, 20), range(20, 25), range(25, 30)]
+    first = state.publish(result(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    going = first.topic_ids[3]
+    # 80 documents in stamp order, each on one subject's words; the fourth subject's stop at the middle
+    subjects = [k % 4 if goes_on or k < 40 or k % 4 != 3 else k % 3 for k in range(80)]
+    words = [list(old[k])[:4] for k in subjects]
+    pool = DocumentBatch.from_lists([np.array(w) for w in words], [np.ones(4) for _ in words], np.zeros(80, np.uint64))
+    three = _columns(*old[:3], n_words=40)
+    gone = state.publish(result(three, [0, 10, 20]), vocabulary, 200, pool=(pool, np.arange(80)))
+    assert [(e["type"], e["topic"]) for e in gone.events if e["type"] in ("death", "lost")] == [(kind, going)]
+    assert STOPPED_SUBJECT == 0.5
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
+    state.publish(result(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    unknown = state.publish(result(three, [0, 10, 20]), vocabulary, 200)  # no pool
+    assert [e["type"] for e in unknown.events if e["type"] in ("death", "lost")] == ["death"]

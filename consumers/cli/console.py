@@ -106,7 +106,8 @@ def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
 
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
-    """One line per birth, topic found, return and change in ``snapshot.events``, one for all deaths; each topic
+    """One line per birth, topic found, return and change in ``snapshot.events``, one for all deaths and one for all
+    topics lost; each topic
     with its label (events written before labels existed: without)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
@@ -124,10 +125,11 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
             anchor = repr(after) if before == after else f"{before!r} -> {after!r}"
             lines.append(f"  ~ change  {name}  anchor {anchor}, moved {event['distance']:.2f}{tail}"
                          + (f"  ({moved})" if moved else ""))
-    deaths = sorted((e["topic"], e.get("label")) for e in snapshot.events if e["type"] == "death")
-    if deaths:
-        named = ", ".join(f"{topic} ({label})" if label else str(topic) for topic, label in deaths)
-        lines.append(f"  - death   topic{'s' if len(deaths) > 1 else ''} {named}")
+    for kind, sign in (("death", "-"), ("lost", "/")):
+        gone = sorted((e["topic"], e.get("label")) for e in snapshot.events if e["type"] == kind)
+        if gone:
+            named = ", ".join(f"{topic} ({label})" if label else str(topic) for topic, label in gone)
+            lines.append(f"  {sign} {kind:<7} topic{'s' if len(gone) > 1 else ''} {named}")
     return lines
 
 
@@ -139,8 +141,9 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
         parts.append("topics forming (events wait for the burn-in)")
     else:
         counts = {t: sum(e["type"] == t for e in snapshot.events) for t in EVENT_TYPES}
-        parts.append(", ".join(f"{n} {t}{'s' if n != 1 and t != 'found' else ''}" for t, n in counts.items()
-                               if n or t not in ("found", "return")))  # rare ones named when there are some
+        parts.append(", ".join(f"{n} {t}{'s' if n != 1 and t not in ('found', 'lost') else ''}"
+                               for t, n in counts.items() if n or t not in ("found", "lost", "return")))  # rare ones
+        # named when there are some
         # with these the events add up: the topics listed are the ones announced plus the tentative
         if snapshot.tentative:
             parts.append(f"tentative (born if they last) {', '.join(map(str, snapshot.tentative))}")

@@ -26,7 +26,7 @@ Endpoints (all GET; ``/openapi.json`` describes them):
                        documents (the last three where the snapshot has them), prevalence history,
                        events
 ``/api/history``       prevalence of every topic at each snapshot (``?limit=`` <= 1000)
-``/api/events``        births, topics found, deaths, returns and changes (``?limit=``, ``?type=``, ``?since_version=``)
+``/api/events``        births, topics found, deaths, topics lost, returns and changes (``?limit=``, ``?type=``, ``?since_version=``)
 ``/metrics``           Prometheus text format (:mod:`consumers.metrics`)
 ``/openapi.json``      OpenAPI 3.0 description
 =====================  ============================================================================

@@ -61,7 +61,7 @@ def openapi_schema(with_token: bool = False) -> dict:
                                      "parameters": [{**limit, "schema": {**limit["schema"], "default": DEFAULT_HISTORY}}],
                                      "responses": {"200": json_response("history"), "400": errors["400"]}}},
             "/api/events": {"get": {
-                "summary": "Topic births, topics found, deaths, returns and changes (oldest first)",
+                "summary": "Topic births, topics found, deaths, topics lost, returns and changes (oldest first)",
                 "parameters": [{**limit, "schema": {**limit["schema"], "default": DEFAULT_EVENTS}},
                                param("type", "only these event types (repeatable)",
                                      {"type": "string", "enum": list(EVENT_TYPES)}),

@@ -291,6 +291,7 @@
     if (e.type === "birth") title = `Topic #${e.topic} born`;
     else if (e.type === "found") title = `Topic #${e.topic} found (in the stream all along)`;
     else if (e.type === "death") title = `Topic #${e.topic} died`;
+    else if (e.type === "lost") title = `Topic #${e.topic} lost (its subject goes on)`;
     else if (e.type === "return") title = `Topic #${e.topic} returned`;
     else {
       title = `Topic #${e.topic} changed`;
@@ -300,7 +301,7 @@
       if (moved) lines.push(["", moved]);
     }
     if (name) title += " · " + name;
-    if (e.words && e.words.length) lines.push(["ev-words", (e.type === "death" ? "was: " : "") + e.words.join(", ")]);
+    if (e.words && e.words.length) lines.push(["ev-words", (e.type === "death" || e.type === "lost" ? "was: " : "") + e.words.join(", ")]);
     if (e.words_in && e.words_in.length) lines.push(["ev-words ev-in", "+ " + e.words_in.join(", ")]);
     if (e.words_out && e.words_out.length) lines.push(["ev-words ev-out", "− " + e.words_out.join(", ")]);
     return { title, lines };

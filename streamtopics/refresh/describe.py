@@ -46,8 +46,8 @@ DOCUMENT_WORDS = 10  # words shown of a representative document (its most freque
 MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them (a topic's best documents are mostly
 # it), and their mean is that of 200 float64 updates to within 1.3 % (20 Newsgroups, K = 20 and 50)
 POOL = 5000  # kept documents (evenly spaced over the reservoir) whose mixtures give the shares and representatives
-OLDEST = 1 / 8  # older_share: the oldest part of the pool a subject must already be in to be an old one (a forgetting
-# model's pool spans 8 half-lives: a subject that came in the last 7 is new to it)
+EDGE = 1 / 8  # older_share / newer_share: the oldest (newest) part of the pool a subject must be in to be an old (a
+# living) one (a forgetting model's pool spans 8 half-lives: a subject that came in the last 7 is new to it)
 HALF_LIVES_POOLED = 8  # a forgetting model pools its newest documents back this many half-lives (older: < 0.4 %)
 SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
 # to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
@@ -218,21 +218,52 @@ def pooled_rows(n_documents: int, pool: int = POOL, half_life: float | None = No
     return rows
 
 
-def older_share(mixtures: np.ndarray, stamps: np.ndarray, oldest: float = OLDEST) -> np.ndarray | None:
-    """Each topic's mean weight in the ``oldest`` share of the pooled documents (by their
+def older_share(mixtures: np.ndarray, stamps: np.ndarray, part: float = EDGE) -> np.ndarray | None:
+    """Each topic's mean weight in the oldest ``part`` of the pooled documents (by their
     reservoir stamps, :meth:`~streamtopics.refresh.reservoir.Reservoir.stamps`; ties in pool
     order) over its mean weight in the newer half: about 1 for a subject present from the start
     of what the reservoir remembers, near 0 for one that came since. NaN for a topic with no
     weight in the newer half; None when the stamps cannot tell older from newer (all alike: a
     young stream, or a state written before stamps)."""
+    return _edge_over_half(mixtures, stamps, part, newest=False)
+
+
+def newer_share(mixtures: np.ndarray, stamps: np.ndarray, part: float = EDGE) -> np.ndarray | None:
+    """Each topic's mean weight in the newest ``part`` of the pooled documents over its mean
+    weight in the older half: about 1 for a subject still as present lately, near 0 for one that
+    stopped (see :func:`older_share`)."""
+    return _edge_over_half(mixtures, stamps, part, newest=True)
+
+
+def gone_topic_newer_share(topics, pool: DocumentBatch, stamps: np.ndarray, column: np.ndarray) -> float | None:
+    """:func:`newer_share` of a topic the model no longer holds: the ``pool``'s mixtures over the
+    components of ``topics`` (a refresh's Recovery or a snapshot) and the gone topic's last
+    ``column`` (its prior the topics' mean); None when the stamps cannot tell or it has no weight."""
+    columns, prior = mixture_components(topics)
+    extra = np.zeros(columns.shape[0])
+    extra[: min(column.size, extra.size)] = column[: extra.size]
+    if extra.sum() <= 0:
+        return None
+    n_topics = np.shape(topics.topic_word)[1]
+    mixtures = infer_mixtures(pool, np.column_stack([columns, extra / extra.sum()]),
+                              np.append(prior, prior[:n_topics].mean()), max_iter=MIXTURE_UPDATES, single=SINGLE)
+    share = newer_share(mixtures, stamps)
+    return None if share is None or np.isnan(share[-1]) else float(share[-1])
+
+
+def _edge_over_half(mixtures: np.ndarray, stamps: np.ndarray, part: float, newest: bool) -> np.ndarray | None:
+    """Mean weights in the oldest (``newest``: the newest) ``part`` of the documents by stamp over
+    those in the other half."""
     stamps = np.asarray(stamps)
     if stamps.size < 2 or stamps.min() == stamps.max():
         return None
     order = np.argsort(stamps, kind="stable")
-    older, newer = order[: max(1, int(stamps.size * oldest))], order[stamps.size // 2:]
-    before, lately = mixtures[older].mean(axis=0), mixtures[newer].mean(axis=0)
+    if newest:
+        order = order[::-1]
+    edge, half = order[: max(1, int(stamps.size * part))], order[stamps.size // 2:]
+    at_edge, other = mixtures[edge].mean(axis=0), mixtures[half].mean(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(lately > 0, before / np.where(lately > 0, lately, 1.0), np.nan)
+        return np.where(other > 0, at_edge / np.where(other > 0, other, 1.0), np.nan)
 
 
 def pool_mixtures(topics, pool: DocumentBatch) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 from .alignment import MissingTopic, align_topics
 from .candidate_depth import CandidateDepth
 from .carried import CarriedRefinement
+from .describe import gone_topic_newer_share
 from .rectification import RectificationSchedule
 from ..config import ModelConfig
 from .labels import LABEL_WORDS, SEPARATOR
@@ -38,6 +39,11 @@ DEPARTED_PER_TOPIC = 1  # departed topics remembered: this many per topic slot (
 #: late) and of the shuffled archives (20 Newsgroups 8, Reuters 2) at 0.83-1.16; the planted stream's two starts
 #: at 0.06 and 0.22 when announced, its third birth (a late true topic) at 0.95.
 NEW_SUBJECT = 0.5
+#: Its mirror for deaths: an announced topic that goes is *dead* (its subject stopped) when, its last column added
+#: to the topics the documents are inferred over, its mean weight in the newest eighth of the pooled documents is
+#: below this share of its weight in the older half (:func:`~streamtopics.refresh.describe.gone_topic_newer_share`);
+#: otherwise it is *lost*: the model no longer tells it apart (merged into others, split) while its subject goes on.
+STOPPED_SUBJECT = 0.5
 
 
 @dataclass
@@ -176,11 +182,13 @@ class RefreshState:
                            excerpts, stamps)
 
     def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
-                replaced_slots: set[int] | None = None) -> TopicSnapshot:
+                replaced_slots: set[int] | None = None, pool: tuple | None = None) -> TopicSnapshot:
         """The snapshot of a :class:`~streamtopics.refresh.recovery.Recovery`: topic ids aligned with the
         previous snapshot and the missing topics, events since it. ``replaced_slots``, the
         vocabulary slots given to another word since the previous snapshot, are left out of the
-        alignment and the set is emptied (the new snapshot has their new words)."""
+        alignment and the set is emptied (the new snapshot has their new words). ``pool``: the
+        share step's pooled documents and their reservoir stamps, which tell a topic gone dead
+        from lost (:data:`STOPPED_SUBJECT`)."""
         previous = self.snapshot
         anchors = [vocabulary.words[w] for w in result.anchors]
         alignment = self._align(previous, result.topic_word, anchors, replaced_slots)
@@ -200,10 +208,11 @@ class RefreshState:
             background_share=result.background_share,
         )
         self.snapshot = snapshot
-        shares = getattr(result, "older_share", None)
-        older = None if shares is None else {t: (None if np.isnan(v) else v)
-                                             for t, v in zip(alignment.topic_ids, np.asarray(shares).tolist())}
-        snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment, older), snapshot))
+        older, newer = (_by_topic(alignment.topic_ids, getattr(result, name, None))
+                        for name in ("older_share", "newer_share"))
+        lately = None if pool is None else (lambda column: gone_topic_newer_share(result, *pool, column))
+        snapshot.events.extend(self._labelled(self._events(previous, snapshot, alignment, older, newer, lately),
+                                              snapshot))
         snapshot.forming = self.burn_in_left is not None
         if not snapshot.forming:
             snapshot.tentative, snapshot.missing = self._unsettled(snapshot)
@@ -258,10 +267,12 @@ class RefreshState:
         return alignment
 
     def _events(self, previous: TopicSnapshot | None, snapshot: TopicSnapshot, alignment,
-                older: dict[int, float] | None = None) -> list[dict]:
-        """Births, topics found, deaths (after the grace), returns and changes since ``previous``,
-        with their words; ``older``: each topic's :func:`~streamtopics.refresh.describe.older_share`
-        (None: every new topic is a birth)."""
+                older: dict[int, float | None] | None = None, newer: dict[int, float | None] | None = None,
+                lately=None) -> list[dict]:
+        """Births, topics found, deaths and topics lost (after the grace), returns and changes
+        since ``previous``, with their words; ``older`` and ``newer``: each topic's
+        :func:`~streamtopics.refresh.describe.older_share` and ``newer_share``, ``lately(column)``
+        a gone topic's newer share (None: every new topic is a birth, every topic gone a death)."""
         config = self.config
         top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
         for topic in alignment.births:  # how old its subject looked when it appeared (_new_subjects)
@@ -306,9 +317,11 @@ class RefreshState:
         events += [{**event, "type": "found"} for event in self._births(snapshot, top, found)]
         events += [{**event, "type": "return"} for event in self._births(snapshot, top, returned)]
         for topic in deaths:
-            lost = self.missing.get(topic)
-            events.append({"type": "death", "topic": topic} if lost is None else
-                          {"type": "death", "topic": topic, "anchor": lost.anchor, "words": lost.words})
+            gone = self.missing.get(topic)
+            share = (newer or {}).get(topic) if gone is None else None if lately is None else lately(gone.column)
+            kind = "lost" if share is not None and share >= STOPPED_SUBJECT else "death"
+            events.append({"type": kind, "topic": topic} if gone is None else
+                          {"type": kind, "topic": topic, "anchor": gone.anchor, "words": gone.words})
         self._depart([t for t in dead if t in deaths])
         for topic in dead:
             self.missing.pop(topic, None)
@@ -326,7 +339,7 @@ class RefreshState:
         return events
 
     def _depart(self, topics: list[int]) -> None:
-        """Remember the columns of topics whose death was just announced, the most recent
+        """Remember the columns of topics whose death (or loss) was just announced, the most recent
         ``DEPARTED_PER_TOPIC`` per topic slot: one that comes back (same anchor, close in L1 or
         most of its top words, as for a missing topic) takes its id back with a return event
         instead of a birth under a new id. On the Reuters replay (K = 20) oil and banking lost
@@ -412,6 +425,13 @@ class RefreshState:
         for topic in silent:
             del self.unannounced[topic]
         return announced, [t for t in deaths if t not in silent]
+
+
+def _by_topic(topic_ids: list[int], shares) -> dict[int, float | None] | None:
+    """``shares`` (one per column, NaN: unknown) by topic id; None when there are none."""
+    if shares is None:
+        return None
+    return {t: (None if np.isnan(v) else v) for t, v in zip(topic_ids, np.asarray(shares, dtype=np.float64).tolist())}
 
 
 def _snapshot_meta(snapshot: TopicSnapshot) -> dict:

@@ -51,6 +51,7 @@ class Recovery:
     background_share: float = 0.0  # the share of all tokens it explains
     fit_to_noise: float | None = None  # the frequent words' residual over their sampling noise (separability.py)
     older_share: np.ndarray | None = None  # per topic, describe.older_share of the share step's pool (None: unknown)
+    newer_share: np.ndarray | None = None  # per topic, describe.newer_share of the same
 
 
 def anchor_group_rows(view, groups) -> np.ndarray:

@@ -32,8 +32,8 @@ import numpy as np
 
 from .anchor_selection import select_anchors
 from .carried import refine_carried
-from .describe import (document_pool, older_share, pool_mixtures, pooled_rows, representative_documents,
-                       topic_coherence, topic_shares)
+from .describe import (document_pool, newer_share, older_share, pool_mixtures, pooled_rows,
+                       representative_documents, topic_coherence, topic_shares)
 from .recovery import Recovery, recover_topics
 from .refinement import Refinement, recovery_columns, refine_recovery
 from .separability import FIT_WORDS, SEPARABLE_FIT, measurable, most_frequent_words
@@ -142,22 +142,24 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
                            config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
 
-def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_time, replaced_slots: set[int]):
+def align(state, result: Recovery, vocabulary, n_docs: int, position, stream_time, replaced_slots: set[int],
+          pooled: tuple | None = None):
     """The alignment step: the snapshot, its topic ids continued from the previous snapshot (and
     the missing and departed topics) and its events, the lineage moved on
     (:meth:`~streamtopics.refresh.lineage.RefreshState.publish`)."""
-    return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots)
+    pool = None if pooled is None or pooled[2] is None else (pooled[0], pooled[2])
+    return state.publish(result, vocabulary, n_docs, position, stream_time, replaced_slots, pool)
 
 
 def share(result: Recovery, reservoir, config, stamps=None) -> tuple[Recovery, tuple | None]:
     """The share step: ``result`` with each topic's share of the stream as its prevalence, the
     mean of its weight in the mixtures of a pool of the ``reservoir``'s documents
     (:func:`~streamtopics.refresh.describe.topic_shares`; a forgetting model's with a half-life in
-    documents weighs them as its sums do, one in stream time equally), and ``(pool, mixtures)``
-    for the description; with the reservoir documents' ``stamps``, each topic's
-    :func:`~streamtopics.refresh.describe.older_share` too (events tell new subjects by it).
-    Without a reservoir, or with no known word in it, the recovery's share of the tokens stays,
-    and the pool is None."""
+    documents weighs them as its sums do, one in stream time equally), and ``(pool, mixtures,
+    pool stamps)`` for the description and the events. With the reservoir documents' ``stamps``,
+    each topic's :func:`~streamtopics.refresh.describe.older_share` and ``newer_share`` too (new
+    and stopped subjects); without, the pool stamps are None. Without a reservoir, or with no
+    known word in it, the recovery's share of the tokens stays, and the pool is None."""
     if reservoir is None:
         return result, None
     half_life = config.half_life if config.half_life_unit == "documents" else None
@@ -166,9 +168,11 @@ def share(result: Recovery, reservoir, config, stamps=None) -> tuple[Recovery, t
     shares = topic_shares(pool, mixtures, weights)
     if shares is None:
         return result, None
-    older = None if stamps is None else older_share(mixtures, np.asarray(stamps)[pooled_rows(len(reservoir),
-                                                                                           half_life=half_life)])
-    return dataclasses.replace(result, prevalence=shares, older_share=older), (pool, mixtures)
+    pool_stamps = None if stamps is None else np.asarray(stamps)[pooled_rows(len(reservoir), half_life=half_life)]
+    older, newer = ((None, None) if pool_stamps is None
+                    else (older_share(mixtures, pool_stamps), newer_share(mixtures, pool_stamps)))
+    return (dataclasses.replace(result, prevalence=shares, older_share=older, newer_share=newer),
+            (pool, mixtures, pool_stamps))
 
 
 def describe(snapshot, reservoir, excerpts, pooled: tuple | None) -> None:
@@ -178,7 +182,7 @@ def describe(snapshot, reservoir, excerpts, pooled: tuple | None) -> None:
     if reservoir is not None:
         snapshot.coherence = topic_coherence(snapshot, reservoir)
     if pooled is not None:
-        snapshot.representatives = representative_documents(snapshot, *pooled, excerpts)
+        snapshot.representatives = representative_documents(snapshot, *pooled[:2], excerpts)
 
 
 def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservoir, stream_time,
@@ -199,7 +203,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     result, pooled = share(result, reservoir, config, stamps)
     t_share = time.perf_counter() - t_share
     t1 = time.perf_counter()
-    snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots)
+    snapshot = align(state, result, vocabulary, n_docs, position, stream_time, replaced_slots, pooled)
     t_describe = time.perf_counter()
     describe(snapshot, reservoir, excerpts, pooled)
     t_describe = time.perf_counter() - t_describe
