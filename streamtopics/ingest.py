@@ -422,9 +422,14 @@ class Ingest:
     def reservoir_batch(self) -> DocumentBatch | None:
         """The refinement reservoir's documents with their key hashes, or None while it holds
         too few (or is off)."""
+        return self.stamped_reservoir()[0]
+
+    def stamped_reservoir(self) -> tuple[DocumentBatch | None, np.ndarray | None]:
+        """:meth:`reservoir_batch` and its documents' stamps
+        (:meth:`~streamtopics.refresh.reservoir.Reservoir.stamped_batch`), or ``(None, None)``."""
         if self.reservoir is None or len(self.reservoir) < 30:
-            return None
-        return self.reservoir.batch()
+            return None, None
+        return self.reservoir.stamped_batch()
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> tuple[dict, dict]:

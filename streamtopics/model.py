@@ -315,8 +315,7 @@ class StreamingTopicModel:
         if n_docs == 0:
             raise RuntimeError("no documents absorbed yet: nothing to refresh")
         statistics = self.ingest.statistics.frozen_copy() if frozen else self.ingest.statistics
-        reservoir = self.ingest.reservoir_batch()
-        stamps = None if reservoir is None else self.ingest.reservoir.stamps()
+        reservoir, stamps = self.ingest.stamped_reservoir()
         if self.ingest.reservoir is not None:  # the documents from now on come after this refresh
             self.ingest.reservoir.stamp = n_docs
         return {"view": statistics.refresh_view(self.config), "tracker": statistics.tracker, "n_docs": n_docs,

@@ -47,26 +47,28 @@ def test_reservoir_stamps_follow_documents_through_merge_drop_and_state(kind):
         if d == 3:
             reservoir.stamp = 300  # the model refreshed after 3 documents
         reservoir.add(np.array([d, 20]), np.array([1.0, 2.0]), key_hash=1000 + d)
-    keys = reservoir.batch().keys
-    expected = np.where(keys >= 1003, 300, 0)
-    np.testing.assert_array_equal(reservoir.stamps(), expected)
+    batch, stamps = reservoir.stamped_batch()
+    expected = np.where(batch.keys >= 1003, 300, 0)
+    np.testing.assert_array_equal(stamps, expected)
+    np.testing.assert_array_equal(reservoir.batch().keys, batch.keys)
     reservoir.drop_word(20)
-    np.testing.assert_array_equal(reservoir.stamps(), expected)
+    np.testing.assert_array_equal(reservoir.stamped_batch()[1], expected)
     other = Reservoir(10, kind)
     other.stamp = 5  # the other sub-stream's own count means nothing here
     other.add(np.array([7]), np.array([1.0]), key_hash=999)
     reservoir.stamp = 600
     reservoir.merge(other)  # it reaches this model now
-    merged = dict(zip(reservoir.batch().keys.tolist(), reservoir.stamps().tolist()))
+    batch, stamps = reservoir.stamped_batch()
+    merged = dict(zip(batch.keys.tolist(), stamps.tolist()))
     assert merged[999] == 600 and merged[1000] == 0 and merged[1005] == 300
     restored = Reservoir(10, kind)
     restored.load_state_dict(reservoir.state_dict())
-    np.testing.assert_array_equal(restored.stamps(), reservoir.stamps())
+    np.testing.assert_array_equal(restored.stamped_batch()[1], reservoir.stamped_batch()[1])
     assert restored.stamp == 600
     old = {k: v for k, v in reservoir.state_dict().items() if k not in ("stamps", "stamp")}  # written before stamps
     before_stamps = Reservoir(10, kind)
     before_stamps.load_state_dict(old)
-    assert not before_stamps.stamps().any() and before_stamps.stamp == 0
+    assert not before_stamps.stamped_batch()[1].any() and before_stamps.stamp == 0
 
 
 def _columns(*word_ranges, n_words):

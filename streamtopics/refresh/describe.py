@@ -220,7 +220,7 @@ def pooled_rows(n_documents: int, pool: int = POOL, half_life: float | None = No
 
 def older_share(mixtures: np.ndarray, stamps: np.ndarray, part: float = EDGE) -> np.ndarray | None:
     """Each topic's mean weight in the oldest ``part`` of the pooled documents (by their
-    reservoir stamps, :meth:`~streamtopics.refresh.reservoir.Reservoir.stamps`; ties in pool
+    reservoir stamps, :meth:`~streamtopics.refresh.reservoir.Reservoir.stamped_batch`; ties in pool
     order) over its mean weight in the newer half: about 1 for a subject present from the start
     of what the reservoir remembers, near 0 for one that came since. NaN for a topic with no
     weight in the newer half; None when the stamps cannot tell older from newer (all alike: a

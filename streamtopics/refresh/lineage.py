@@ -175,7 +175,7 @@ class RefreshState:
         anchor methods), refined over the ``reservoir`` documents if given, which also give its
         topics' coherence and representative documents (with the texts of ``excerpts``, a
         :class:`~streamtopics.refresh.describe.DocumentExcerpts`) and, with their ``stamps``
-        (:meth:`~streamtopics.refresh.reservoir.Reservoir.stamps`), which new topics are new
+        (:meth:`~streamtopics.refresh.reservoir.Reservoir.stamped_batch`), which new topics are new
         subjects; returns it with the timings of its steps. See :meth:`publish` for
         ``replaced_slots``. The steps: :func:`~streamtopics.refresh.steps.run_refresh`."""
         return run_refresh(self, view, tracker, vocabulary, n_docs, position, reservoir, stream_time, replaced_slots,

@@ -85,11 +85,23 @@ class Reservoir:
             return [(ids, counts, key) for ids, counts, key, _ in self.documents]
         return [(ids, counts, -h) for h, _, ids, counts, _ in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
 
-    def stamps(self) -> np.ndarray:
-        """Each kept document's stamp (int64), in :meth:`batch` order."""
+    def batch(self) -> DocumentBatch:
+        """The kept documents with their key hashes, in :meth:`items` order, as one batch."""
+        return self.stamped_batch()[0]
+
+    def stamped_batch(self) -> tuple[DocumentBatch, np.ndarray]:
+        """:meth:`batch` and each of its documents' stamp (int64), from one ordering. A refresh
+        takes them while ingestion waits: ordered by arrays of hashes and arrivals, not by sorting
+        tuples (40,000 documents: 0.11 s against 0.17 s through :meth:`items`, one run)."""
+        kept = list(self.documents) if self.kind == "recent" else [self._heap[i] for i in self._order()]
         if self.kind == "recent":
-            return np.array([stamp for *_, stamp in self.documents], np.int64)
-        return np.array([self._heap[i][4] for i in self._order()], np.int64)
+            keys = np.array([key_hash for _, _, key_hash, _ in kept], np.uint64)
+            ids, counts = [d[0] for d in kept], [d[1] for d in kept]
+        else:
+            keys = np.array([-item[0] for item in kept], np.uint64)
+            ids, counts = [item[2] for item in kept], [item[3] for item in kept]
+        stamps = np.array([item[-1] for item in kept], np.int64)
+        return DocumentBatch.from_lists(ids, counts, keys), stamps
 
     def _order(self) -> list:
         """The heap's positions in :meth:`items` order (key hash, then arrival)."""
@@ -97,27 +109,15 @@ class Reservoir:
         hashes = np.array([-item[0] for item in heap], np.uint64)
         return np.lexsort((np.array([-item[1] for item in heap], np.int64), hashes)).tolist()
 
-    def batch(self) -> DocumentBatch:
-        """The kept documents with their key hashes, in :meth:`items` order, as one batch. A
-        refresh takes it while ingestion waits: ordered by arrays of hashes and arrivals, not by
-        sorting tuples (40,000 documents: 0.11 s against 0.17 s through :meth:`items`, one run)."""
-        if self.kind == "recent":
-            kept = list(self.documents)
-            keys = np.array([key_hash for _, _, key_hash, _ in kept], np.uint64)
-            return DocumentBatch.from_lists([d[0] for d in kept], [d[1] for d in kept], keys)
-        heap, order = self._heap, self._order()
-        hashes = np.array([-heap[i][0] for i in order], np.uint64)
-        return DocumentBatch.from_lists([heap[i][2] for i in order], [heap[i][3] for i in order], hashes)
-
     def state_dict(self) -> dict[str, np.ndarray]:
         """The kept documents, their key hashes and stamps, in :meth:`items` order, and the
         current stamp."""
         stamp = np.array([self.stamp], np.int64)
         if not len(self):
             return {"stamp": stamp}
-        kept = self.batch()
+        kept, stamps = self.stamped_batch()
         return {"indptr": kept.indptr, "indices": kept.indices, "counts": kept.counts, "keys": kept.keys,
-                "stamps": self.stamps(), "stamp": stamp}
+                "stamps": stamps, "stamp": stamp}
 
     def load_state_dict(self, state: dict) -> None:
         """Add the documents :meth:`state_dict` wrote (to an empty reservoir: the same sample).
