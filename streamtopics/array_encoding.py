@@ -1,11 +1,12 @@
 """How a state file stores one array, losslessly and compactly.
 
-Encodings: ``repeats`` (formats 4 and 5) for arrays of 8-byte items of at least ``_SPARSE_MIN``
-items, the co-occurrence triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero
-items, each a repeat of a recent one or new, in chunks on several threads); ``delta`` (formats 4
-and 5) for an integer array where it is smaller than ``zstd``: the differences of consecutive
-items (wrapping), byte plane by byte plane, compressed (the reservoir's word indices, sorted
-within each document: Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 to 5) for the
+Encodings: ``repeats_raw`` (format 6; ``repeats``, formats 4 and 5, read only: every plane
+compressed) for arrays of 8-byte items of at least ``_SPARSE_MIN`` items, the co-occurrence
+triangle above all (:mod:`~streamtopics.repeat_encoding`: nonzero items, each a repeat of a
+recent one or new, in chunks on several threads); ``delta`` (formats 4 to 6) for an integer
+array where it is smaller than ``zstd``: the differences of consecutive items (wrapping), byte
+plane by byte plane, compressed (the reservoir's word indices, sorted within each document:
+Reuters-21578 0.96 MB against 1.53 MB); ``zstd`` (formats 3 to 6) for the
 rest, the items' bytes compressed with Zstandard, 1-byte items (the metadata's JSON) at a higher
 level; ``nonzero`` (format 3, read only) for a mostly zero 8-byte array: a bitmap of the items
 whose bit pattern is not zero and those items in order, each compressed. Decoding gives back the
@@ -15,6 +16,8 @@ same bytes, -0.0 and NaN payloads included.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
@@ -26,7 +29,6 @@ except ImportError:
 
 from . import repeat_encoding
 
-ENCODINGS = ("zstd", "nonzero", "repeats", "delta")
 _LEVEL = 1  # 3 saved 4 % on the nonzero values of Reuters-21578's triangle and took 1.7 times as long
 _TEXT_LEVEL = 4  # the metadata (Reuters, 4.9 MB): level 1 2.27 MB in 15 ms, 4 1.77 MB in 32 ms, 9 1.56 MB in 107 ms
 _SPARSE_MIN = 1 << 16  # items; a smaller array is compressed whole
@@ -38,8 +40,34 @@ _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.int64)
 def encode(array: np.ndarray) -> tuple[str, dict[str, bytes]]:
     """``(encoding, {part: bytes})`` for a C-contiguous ``array``: its items, compressed."""
     flat = array.reshape(-1)
-    if array.dtype.itemsize == 8 and flat.size >= _SPARSE_MIN:
-        return "repeats", repeat_encoding.encode(flat.view(np.uint64))
+    if _repeats(array):
+        return "repeats_raw", repeat_encoding.encode(flat.view(np.uint64))
+    return _encode_whole(array)
+
+
+def encode_on(pool: ThreadPoolExecutor, array: np.ndarray) -> Iterator[tuple[str, str, bytes]]:
+    """Start encoding ``array`` on ``pool`` now, as :func:`encode` would; yields ``(encoding,
+    part, bytes)`` for each part in order as soon as it is done, so a writer stores the first
+    parts while the pool encodes the rest (the triangle's chunks)."""
+    if _repeats(array):
+        parts = repeat_encoding.encode_on(pool, array.reshape(-1).view(np.uint64))
+        return (("repeats_raw", part, data) for part, data in parts)
+    return _parts_of(pool.submit(_encode_whole, array))
+
+
+def _parts_of(whole: Future) -> Iterator[tuple[str, str, bytes]]:
+    encoding, parts = whole.result()
+    for part, data in parts.items():
+        yield encoding, part, data
+
+
+def _repeats(array: np.ndarray) -> bool:
+    return array.dtype.itemsize == 8 and array.size >= _SPARSE_MIN
+
+
+def _encode_whole(array: np.ndarray) -> tuple[str, dict[str, bytes]]:
+    """``zstd`` or, for integers where it is smaller, ``delta``: the array as one part."""
+    flat = array.reshape(-1)
     whole = {"data": _compress(flat, _TEXT_LEVEL if array.dtype.itemsize == 1 else _LEVEL)}
     if array.dtype.kind in "iu" and array.dtype.itemsize > 1 and flat.size:
         words = flat.view(f"u{array.dtype.itemsize}")
@@ -75,8 +103,8 @@ def decode(encoding: str, parts: dict[str, bytes], dtype: str, shape: list[int])
             raise ValueError(f"{planes.size} bytes for {size} items of {dtype}")
         words = np.ascontiguousarray(planes.reshape(dtype.itemsize, size).T).view(f"u{dtype.itemsize}").reshape(-1)
         flat = np.cumsum(words, dtype=words.dtype).view(dtype)
-    elif encoding == "repeats" and dtype.itemsize == 8:
-        flat = repeat_encoding.decode(parts, size).view(dtype)
+    elif encoding in ("repeats", "repeats_raw") and dtype.itemsize == 8:
+        flat = repeat_encoding.decode(parts, size, raw_planes=encoding == "repeats_raw").view(dtype)
     else:
         raise ValueError(f"unknown encoding {encoding!r} of {dtype}")
     if flat.size != size:

@@ -435,9 +435,21 @@ class Ingest:
     def state_dict(self) -> tuple[dict, dict]:
         """``(arrays, meta)``: the statistics' and the reservoir's arrays, and the vocabulary,
         warm-up documents, counters, open vocabulary and excerpts (JSON)."""
+        arrays, meta = self.state_without_statistics()
+        return self.statistics_state() | arrays, meta
+
+    def statistics_state(self) -> dict:
+        """The statistics' arrays, pending documents absorbed first: the bulk of a state file,
+        which a writer starts encoding before the rest is gathered."""
         if self.vocabulary is not None:
             self.flush()
-        arrays = {} if self.statistics is None else self.statistics.state_dict()
+        return {} if self.statistics is None else self.statistics.state_dict()
+
+    def state_without_statistics(self) -> tuple[dict, dict]:
+        """:meth:`state_dict` but the statistics' arrays (after :meth:`statistics_state`)."""
+        if self.vocabulary is not None:
+            self.flush()
+        arrays = {}
         if self.reservoir is not None:
             arrays.update({f"reservoir.{k}": v for k, v in self.reservoir.state_dict().items()})
         meta = {

@@ -16,19 +16,34 @@ from pathlib import Path
 
 from .config import current_spelling
 from .history import TopicHistory
-from .state import CorruptStateError, read_state, write_state
+from .state import CorruptStateError, StateWriter, read_state
 from .text.tokenizer import Tokenizer
 
 
 def save_model(model, path) -> Path:
     """Write ``model``'s whole state atomically to ``path`` (see the module docstring)."""
     model.wait_for_refresh()
-    arrays, meta = model.ingest.state_dict()
+    with StateWriter() as writer:
+        writer.add(model.ingest.statistics_state())  # the triangle encodes on both cores while the rest is gathered
+        arrays, meta = _state_without_statistics(model)
+        writer.add(arrays)
+        return writer.write(path, meta)
+
+
+def model_state(model) -> tuple[dict, dict]:
+    """``(arrays, meta)``: what :func:`save_model` writes, gathered whole."""
+    model.wait_for_refresh()
+    statistics = model.ingest.statistics_state()
+    arrays, meta = _state_without_statistics(model)
+    return statistics | arrays, meta
+
+
+def _state_without_statistics(model) -> tuple[dict, dict]:
+    arrays, meta = model.ingest.state_without_statistics()
     lineage_arrays, lineage_meta = model.lineage.state_dict(model.ingest.vocabulary)
-    arrays.update(lineage_arrays)
     meta.update(lineage_meta, config=model.config.to_dict(), tokenizer=model.ingest.tokenizer.get_config(),
                 history=model.history.to_dict(), schedule=model.schedule.state_dict())
-    return write_state(path, arrays, meta)
+    return arrays | lineage_arrays, meta
 
 
 def load_model(cls, path, on_reject=None):

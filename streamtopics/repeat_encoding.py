@@ -15,14 +15,19 @@ and exponent bytes (nearly constant) apart from the random low mantissa bytes. R
 triangle (11.7 million items): 23.4 MB against 28.9 MB for format 3 (Zstandard level 1 over the
 nonzero items; byte planes of all of them: 34.4 MB, as repeats are lost).
 
-A chunk's parts are one Zstandard frame, chunks are encoded and decoded on several threads (the
+A chunk's parts are one Zstandard frame and (format 6) the planes that do not compress, stored
+raw beside it: the low mantissa bytes of sums of fractions are random, and Zstandard passing
+over them spent 0.07 of the 1.0 processor-seconds of a save at V = 15,000 to store them as they
+were. Whether a plane compresses is judged on a sample of it. Chunks are encoded and decoded on several threads (the
 kernels and Zstandard release the GIL), and the comparisons are of bit patterns: decoding gives
 back the same bytes, -0.0 and NaN payloads included.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -35,41 +40,65 @@ except ImportError:
     from backports import zstd  # the same module for older Pythons
 
 WHOLE = 1 << 24  # items of an array kept in one chunk (at most 2 ** 24: distances take three bytes)
-CHUNK = 1 << 22  # items per chunk of a larger array: chunks encode on several threads
+CHUNK = 1 << 21  # items per chunk of a larger array: chunks encode on several threads
 WHOLE_TABLE_BITS = 22  # most slots of a whole array's table; Reuters-21578 (one chunk): 2 ** 18 / 20 / 22 slots
 # 24.3 / 23.7 / 23.4 MB; chunks of 2 ** 22 items: 24.4 MB
-CHUNK_TABLE_BITS = 16  # slots of a chunk's table (1 MB): at V = 15,000 (112 million items) 2 ** 18 slots took 1.2 times as long for 1.5 % less, 2 ** 20 2.6 times
+CHUNK_TABLE_BITS = 15  # slots of a chunk's table (512 kB): at V = 15,000 (112 million items) 2 ** 16 slots saved 0.9 % and took 1.08 times as long, 2 ** 18 1.3 times
 _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of value * 2 ** 64 / phi
 _LEVEL = 1
+_SAMPLE = 1 << 12  # bytes of a plane compressed to judge whether it compresses (2 ** 14: 0.03 s more of a save, same sizes)
+_STORED = 0.97  # a plane whose sample does not compress below this share is stored raw (0.9: 0.03 s less at V = 15,000, Reuters-21578 1 % larger)
+_PLANES = 11  # of a chunk: three of the distances, eight of the new values
+_SPARE: queue.SimpleQueue = queue.SimpleQueue()  # buffer sets of large arrays' chunks, between saves
 
 
 def encode(words: np.ndarray) -> dict[str, bytes]:
-    """``{"index", "frame0", "frame1", ...}`` for a 1-D ``uint64`` array: see the module
-    docstring. The index is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero
-    items and hits. Each chunk's frame is a part of its own (no copy joins them; they are hashed
-    apart, on several threads)."""
+    """``{"frame0", "raw0", "frame1", ..., "index"}`` for a 1-D ``uint64`` array: see the
+    module docstring and :func:`encode_on`."""
+    with ThreadPoolExecutor(_threads(-(-words.size // _layout(words.size)[0]))) as pool:
+        return dict(encode_on(pool, words))
+
+
+def encode_on(pool: ThreadPoolExecutor, words: np.ndarray) -> Iterator[tuple[str, bytes]]:
+    """Start encoding ``words`` (1-D ``uint64``) chunk by chunk on ``pool`` now; yields
+    ``("frame0", bytes)``, ``("raw0", bytes)``, ``("frame1", bytes)``, ... in order, each as soon
+    as its chunk is done (a writer stores one while the next are encoded), then ``("index",
+    bytes)``. The index is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero
+    items, hits and the bits of the planes stored raw (bit ``p``: plane ``p`` of the three
+    distance planes then the eight value planes)."""
     chunk, bits = _layout(words.size)
-    starts, scratch = range(0, words.size, chunk), threading.local()
+    starts = range(0, words.size, chunk)
     room = min(chunk, words.size)
     nonzero_room = np.count_nonzero(words) if len(starts) == 1 else room  # one chunk: its buffers fit its nonzero items
-    with ThreadPoolExecutor(_threads(len(starts))) as pool:
-        chunks = list(pool.map(lambda start: _encode_chunk(words[start:start + chunk], bits, scratch, room,
-                                                           nonzero_room), starts))
-    index = [chunk] + [n for frame, nonzero, hits in chunks for n in (len(frame), nonzero, hits)]
-    return {"index": np.array(index, "<i8").tobytes(), **{f"frame{c}": frame for c, (frame, _, _) in enumerate(chunks)}}
+    futures = [pool.submit(_encode_chunk, words[start:start + chunk], bits, room, nonzero_room) for start in starts]
+    return _frames_in_order(futures, chunk)
 
 
-def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
-    """The ``uint64`` array of ``size`` items :func:`encode` stored; ValueError (or a Zstandard
-    error) if the parts are not such an array."""
+def _frames_in_order(futures: list, chunk: int) -> Iterator[tuple[str, bytes]]:
+    index = [chunk]
+    for c, future in enumerate(futures):
+        frame, raw, nonzero, hits, stored_raw = future.result()
+        index += [len(frame), nonzero, hits, stored_raw]
+        yield f"frame{c}", frame
+        yield f"raw{c}", raw
+    yield "index", np.array(index, "<i8").tobytes()
+
+
+def decode(parts: dict[str, bytes], size: int, raw_planes: bool = True) -> np.ndarray:
+    """The ``uint64`` array of ``size`` items :func:`encode` stored (``raw_planes=False``: as
+    formats 4 and 5 stored it, every plane in the frame); ValueError (or a Zstandard error) if
+    the parts are not such an array."""
+    columns = 4 if raw_planes else 3
     index = np.frombuffer(parts["index"], "<i8")
     if index.size < 1 or not 8 <= index[0] <= 1 << 24 or index[0] % 8:
         raise ValueError("a damaged chunk index")
     chunk = int(index[0])
-    table = index[1:].reshape(-1, 3) if index.size % 3 == 1 else None
+    table = index[1:].reshape(-1, columns) if index.size % columns == 1 else None
     if table is None or table.shape[0] != -(-size // chunk) or (table < 0).any():
         raise ValueError(f"a chunk index of {index.size} numbers for {size} items")
-    frames = _frames(parts, table[:, 0])
+    if raw_planes and (table[:, 3] >> _PLANES).any():
+        raise ValueError("a chunk index with planes that do not exist")
+    frames, raws = _frames(parts, table[:, 0], raw_planes)
     flat, scratch = np.empty(size, np.uint64), threading.local()
 
     def decode_chunk(c):
@@ -78,14 +107,25 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
         if hits > nonzero or nonzero > cells.size:
             raise ValueError(f"chunk {c}: {nonzero} nonzero items and {hits} hits of {cells.size}")
         payload = np.frombuffer(zstd.decompress(frames[c]), np.uint8)
-        bounds = np.cumsum([0, (cells.size + 7) // 8, (nonzero + 7) // 8, 3 * hits, 8 * (nonzero - hits)])
-        if payload.size != bounds[-1]:
-            raise ValueError(f"chunk {c}: {payload.size} bytes, not {bounds[-1]}")
-        mask, flags, codes, literals = (payload[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+        codes, literals = np.empty((3, hits), np.uint8), np.empty((8, nonzero - hits), np.uint8)
+        stored_raw = int(table[c, 3]) if raw_planes else 0
+        raw = np.frombuffer(raws[c], np.uint8) if raw_planes else payload[:0]
+        mask_bytes, flag_bytes = (cells.size + 7) // 8, (nonzero + 7) // 8
+        rows = [*codes, *literals]
+        raw_bytes = sum(row.size for plane, row in enumerate(rows) if stored_raw >> plane & 1)
+        packed_bytes = mask_bytes + flag_bytes + sum(row.size for row in rows) - raw_bytes
+        if payload.size != packed_bytes or raw.size != raw_bytes:
+            raise ValueError(f"chunk {c}: {payload.size} and {raw.size} bytes, not {packed_bytes} and {raw_bytes}")
+        packed_at, raw_at = mask_bytes + flag_bytes, 0
+        for plane, row in enumerate(rows):
+            if stored_raw >> plane & 1:
+                row[:], raw_at = raw[raw_at:raw_at + row.size], raw_at + row.size
+            else:
+                row[:], packed_at = payload[packed_at:packed_at + row.size], packed_at + row.size
         if not hasattr(scratch, "found"):
             scratch.found = np.empty(min(chunk, size), np.uint64)
-        problem = _decode_chunk(mask, flags, codes.reshape(3, hits), literals.reshape(8, nonzero - hits), cells,
-                                scratch.found)
+        problem = _decode_chunk(payload[:mask_bytes], payload[mask_bytes:mask_bytes + flag_bytes], codes, literals,
+                                cells, scratch.found)
         if problem:
             raise ValueError(f"chunk {c}: {('', 'the bitmap', 'the hits', 'a distance', 'a new zero')[problem]} "
                              "does not match")
@@ -95,18 +135,22 @@ def decode(parts: dict[str, bytes], size: int) -> np.ndarray:
     return flat
 
 
-def _frames(parts: dict[str, bytes], lengths: np.ndarray) -> list:
-    """Each chunk's frame: the parts ``frame0``, ``frame1``, ... (format 5), or slices of the
-    one part ``frames`` (format 4); ValueError unless their lengths are the index's."""
-    if "frames" in parts:
+def _frames(parts: dict[str, bytes], lengths: np.ndarray, raw_planes: bool) -> tuple[list, list]:
+    """Each chunk's frame and raw planes: the parts ``frame0``, ``raw0``, ``frame1``, ...
+    (format 6; formats 5: frames only), or slices of the one part ``frames`` (format 4);
+    ValueError unless they are the index's."""
+    if "frames" in parts and not raw_planes:
         joined, ends = memoryview(parts["frames"]), np.cumsum(lengths)
-        if len(joined) != (ends[-1] if lengths.size else 0):
+        if len(joined) != (ends[-1] if lengths.size else 0) or len(parts) != 2:
             raise ValueError("the frames do not match the chunk index")
-        return [joined[end - length:end] for end, length in zip(ends, lengths)]
+        return [joined[end - length:end] for end, length in zip(ends, lengths)], []
     frames = [parts.get(f"frame{c}") for c in range(lengths.size)]
-    if len(parts) != lengths.size + 1 or any(f is None or len(f) != n for f, n in zip(frames, lengths)):
+    raws = [parts.get(f"raw{c}") for c in range(lengths.size)] if raw_planes else []
+    expected = lengths.size * (2 if raw_planes else 1) + 1
+    if (len(parts) != expected or any(f is None or len(f) != n for f, n in zip(frames, lengths))
+            or any(r is None for r in raws)):
         raise ValueError("the frames do not match the chunk index")
-    return frames
+    return frames, raws
 
 
 def _layout(size: int) -> tuple[int, int]:
@@ -122,27 +166,60 @@ def _threads(tasks: int) -> int:
     return max(1, min(tasks, numba.get_num_threads()))
 
 
-def _encode_chunk(words: np.ndarray, bits: int, scratch: threading.local, room: int,
-                  nonzero_room: int) -> tuple[bytes, int, int]:
-    """One chunk's Zstandard frame (bitmap, hit bits, distances by byte plane, new values by
-    byte plane), its nonzero items and its hits, with a table of 2 ** ``bits`` slots. The buffers
-    (for chunks of up to ``room`` items, ``nonzero_room`` of them nonzero) are the thread's
-    ``scratch``, one set a thread: allocating them (the table too) for each chunk kept two threads
-    slower than one."""
-    if not hasattr(scratch, "buffers"):
-        scratch.buffers = (np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64),
-                           np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, nonzero_room), np.uint8),
-                           np.empty((8, nonzero_room), np.uint8))
-    table, nonzero_items, bitmaps, codes, literals = scratch.buffers
+def _encode_chunk(words: np.ndarray, bits: int, room: int, nonzero_room: int) -> tuple[bytes, bytes, int, int, int]:
+    """One chunk's Zstandard frame (bitmap, hit bits, then the distance and new value planes
+    that compress), its raw planes (those that do not, in order), its nonzero items, its hits
+    and the bits of its raw planes, with a table of 2 ** ``bits`` slots, in buffers for chunks of
+    up to ``room`` items, ``nonzero_room`` of them nonzero (see :func:`_buffers`)."""
+    buffers = _buffers(bits, room, nonzero_room)
+    try:
+        return _encode_in(words, bits, buffers)
+    finally:
+        if room == CHUNK and bits == CHUNK_TABLE_BITS:
+            _SPARE.put(buffers)
+
+
+def _buffers(bits: int, room: int, nonzero_room: int) -> tuple:
+    """A set of an encoder's buffers: a spare one for a chunk of a large array (kept between
+    saves, one a thread: about 20 MB each; allocated anew for every save, the fresh pages of
+    2 ** 22-item chunks' buffers cost 0.05-0.6 s of a save in the kernel at V = 15,000), else new."""
+    if room == CHUNK and bits == CHUNK_TABLE_BITS:
+        try:
+            spare = _SPARE.get_nowait()
+            if spare[0].shape[0] == 1 << bits and spare[1].size == nonzero_room + 1:  # not one of another layout
+                return spare
+        except queue.Empty:
+            pass
+    return (np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64),
+            np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, nonzero_room), np.uint8),
+            np.empty((8, nonzero_room), np.uint8))
+
+
+def _encode_in(words: np.ndarray, bits: int, buffers: tuple) -> tuple[bytes, bytes, int, int, int]:
+    table, nonzero_items, bitmaps, codes, literals = buffers
     bitmaps[:] = 0
     mask, flags = bitmaps[0, :(words.size + 7) // 8], bitmaps[1]
     nonzero = _compact_nonzero(words, mask, nonzero_items)
     hits = _code_repeats(nonzero_items[:nonzero], bits, table, flags, codes, literals)
+    packed, raw, stored_raw = [mask, flags[:(nonzero + 7) // 8]], [], 0
+    for plane, row in enumerate([*codes[:, :hits], *literals[:, :nonzero - hits]]):
+        if _compresses(row):
+            packed.append(row)
+        else:
+            raw.append(row)
+            stored_raw |= 1 << plane
     compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.compression_level: _LEVEL,
                                               zstd.CompressionParameter.checksum_flag: 1})
-    pieces = [mask, flags[:(nonzero + 7) // 8], *codes[:, :hits], *literals[:, :nonzero - hits]]
-    frame = b"".join(compressor.compress(piece) for piece in pieces) + compressor.flush()
-    return frame, nonzero, hits
+    frame = b"".join(compressor.compress(piece) for piece in packed) + compressor.flush()
+    return frame, b"".join(raw), nonzero, hits, stored_raw
+
+
+def _compresses(plane: np.ndarray) -> bool:
+    """Whether a plane is worth Zstandard's time: a short one always, else when a sample of it
+    compresses below ``_STORED`` of its size."""
+    if plane.size < 2 * _SAMPLE:
+        return True
+    return len(zstd.compress(plane[:_SAMPLE], level=_LEVEL)) < _STORED * _SAMPLE
 
 
 @njit(cache=True, nogil=True)

@@ -1,15 +1,16 @@
 """Atomic, checksummed state files.
 
 A state file is an ``.npz`` archive (uncompressed zip) with a ``__manifest__`` entry. Formats 3
-to 5 store every array as :mod:`~streamtopics.array_encoding` encodes it (formats 4 and 5: the
-co-occurrence triangle as its nonzero items, repeats of recent ones coded by their slot, format
-5 with each chunk's frame an entry of its own; format 3: as a bitmap and its nonzero items; the
-rest compressed with Zstandard), and the metadata as one more encoded entry (JSON bytes,
-``__meta__``); the manifest (JSON) gives each array's dtype, shape and encoding, the SHA-256 of
-every stored entry and its own SHA-256. Checksumming the stored bytes, not the decoded arrays,
-hashes a sixth as much (V = 15,000, 20 Newsgroups) and still covers every byte; the entries are
-hashed on several threads. Formats 1 (arrays uncompressed, their SHA-256s), 2 (the metadata
-checksummed too), 3 and 4 are still read.
+to 6 store every array as :mod:`~streamtopics.array_encoding` encodes it (formats 4 to 6: the
+co-occurrence triangle as its nonzero items, repeats of recent ones coded by their slot, formats
+5 and 6 with each chunk's frame an entry of its own, format 6 with the planes that do not
+compress stored raw beside it; format 3: as a bitmap and its nonzero items; the rest compressed
+with Zstandard), and the metadata as one more encoded entry (JSON bytes, ``__meta__``); the
+manifest (JSON) gives each array's dtype, shape and encoding, the checksum of every stored entry
+(format 6: XXH3-128; 3 to 5: SHA-256) and its own SHA-256. Checksumming the stored bytes, not the
+decoded arrays, hashes a sixth as much (V = 15,000, 20 Newsgroups) and still covers every byte.
+Formats 1 (arrays uncompressed, their SHA-256s), 2 (the metadata checksummed too), 3, 4 and 5
+are still read. :class:`StateWriter` writes as a pipeline: see there.
 
 Writes go to a temporary file in the same directory, are fsynced, then renamed over the target
 (and the directory fsynced), so a crash leaves either the old file or the new one, never a torn
@@ -23,20 +24,27 @@ the previous one.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
+import zipfile
+from collections.abc import Iterator
+
+import xxhash
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numba
 import numpy as np
 
-from .array_encoding import decode, encode
+from .array_encoding import decode, encode_on
 
 FORMAT = "streamtopics-state"
-FORMAT_VERSION = 5  # 5: the triangle's chunks apart; 4: the triangle's repeats coded; 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
+FORMAT_VERSION = 6  # 6: entries checksummed with XXH3-128; 5: the triangle's chunks apart; 4: the triangle's repeats coded; 3: encoded arrays, stored bytes checksummed; 2: uncompressed, metadata checksummed; 1: arrays only
 _MANIFEST = "__manifest__"
-_META = "__meta__"  # formats 3 to 5: the metadata, an encoded array of JSON bytes
+_META = "__meta__"  # formats 3 to 6: the metadata, an encoded array of JSON bytes
+_SYNC_BYTES = 1 << 24  # written bytes between syncs while the rest is encoded
 
 
 class CorruptStateError(ValueError):
@@ -47,11 +55,19 @@ def _digest(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1)).hexdigest()
 
 
-def _digests(entries: dict[str, np.ndarray]) -> dict[str, str]:
-    """Each entry's SHA-256, on two threads (hashlib releases the GIL): the triangle's chunks
-    (format 5) hash in half the time of one thread."""
-    with ThreadPoolExecutor(2) as pool:
-        return dict(zip(entries, pool.map(_digest, entries.values())))
+def _entry_digest(data, version: int) -> str:
+    """An entry's checksum: XXH3-128 from format 6 (a check against damage, as SHA-256 was, at
+    eight times the speed: 0.09 s of a V = 15,000 save), SHA-256 before."""
+    if version < 6:
+        return _digest(data)
+    return xxhash.xxh3_128_hexdigest(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+
+
+def _digests(entries: dict[str, np.ndarray], version: int) -> dict[str, str]:
+    """Each entry's checksum; SHA-256s on two threads (hashlib releases the GIL, xxhash does not
+    and needs no help)."""
+    with ThreadPoolExecutor(2 if version < 6 else 1) as pool:
+        return dict(zip(entries, pool.map(lambda data: _entry_digest(data, version), entries.values())))
 
 
 def _meta_digest(meta: dict) -> str:
@@ -91,20 +107,67 @@ def _atomic_write(path: Path, write) -> Path:
 
 def write_state(path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     """Write arrays and JSON-serialisable metadata to ``path`` atomically, with checksums."""
-    meta_bytes = json.dumps(meta).encode("utf-8")  # a reader sees it through JSON (int keys become strings)
-    arrays = {name: np.asarray(value, order="C") for name, value in arrays.items()}
-    arrays[_META] = np.frombuffer(meta_bytes, np.uint8)
-    table, entries = {}, {}
-    with ThreadPoolExecutor(2) as pool:  # the small arrays encode while the triangle's chunks do (0.07 s at V = 15,000)
-        encoded = list(pool.map(encode, arrays.values()))
-    for (name, value), (encoding, parts) in zip(arrays.items(), encoded):
-        table[name] = {"dtype": value.dtype.str, "shape": list(value.shape), "encoding": encoding}
-        entries.update({f"{name}#{part}": np.frombuffer(data, np.uint8) for part, data in parts.items()})
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "arrays": table,
-                "checksums": _digests(entries)}
-    manifest["checksum"] = _manifest_digest(manifest)
-    entries[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
-    return _atomic_write(Path(path), lambda handle: np.savez(handle, **entries))
+    with StateWriter() as writer:
+        writer.add(arrays)
+        return writer.write(path, meta)
+
+
+class StateWriter:
+    """A state file written as a pipeline. :meth:`add` starts encoding its arrays on the pool at
+    once (the triangle's chunks on both cores), so a caller gathers the rest of the state while
+    the bulk encodes; :meth:`write` then stores each entry, hashed, as soon as it is encoded, in
+    the order added, syncing every ``_SYNC_BYTES`` so the disk writes while the rest encodes, and
+    last the metadata and the manifest. V = 15,000 (20 Newsgroups): 0.75 s to save when the
+    state was gathered, then encoded, hashed and written one step after the other."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max(1, numba.get_num_threads()))
+        self._started: list[tuple[str, np.ndarray, Iterator]] = []
+
+    def __enter__(self) -> "StateWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def add(self, arrays: dict[str, np.ndarray]) -> None:
+        """Start encoding ``arrays`` (names not added before)."""
+        for name, value in arrays.items():
+            value = np.asarray(value, order="C")
+            self._started.append((name, value, encode_on(self._pool, value)))
+
+    def write(self, path, meta: dict) -> Path:
+        """Store everything added and ``meta`` (JSON-serialisable) atomically at ``path``."""
+        meta_bytes = json.dumps(meta).encode("utf-8")  # a reader sees it through JSON (int keys become strings)
+        self.add({_META: np.frombuffer(meta_bytes, np.uint8)})
+        return _atomic_write(Path(path), self._write_archive)
+
+    def _write_archive(self, handle) -> None:
+        table, checksums, unsynced = {}, {}, 0
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, value, parts in self._started:
+                for encoding, part, data in parts:
+                    entry = f"{name}#{part}"
+                    checksums[entry] = _entry_digest(np.frombuffer(data, np.uint8), FORMAT_VERSION)
+                    _write_entry(archive, entry, data)
+                    unsynced += len(data)
+                    if unsynced >= _SYNC_BYTES:
+                        handle.flush()
+                        os.fdatasync(handle.fileno())
+                        unsynced = 0
+                table[name] = {"dtype": value.dtype.str, "shape": list(value.shape), "encoding": encoding}
+            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "arrays": table, "checksums": checksums}
+            manifest["checksum"] = _manifest_digest(manifest)
+            _write_entry(archive, _MANIFEST, json.dumps(manifest).encode("utf-8"))
+
+
+def _write_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+    """``data`` as the archive's ``name.npy``: a 1-D ``uint8`` array, as ``np.savez`` stores it."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (len(data),)})
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as entry:
+        entry.write(header.getvalue())
+        entry.write(data)
 
 
 def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
@@ -122,7 +185,7 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
     except Exception as error:  # noqa: BLE001 - whatever a damaged zip makes the reader raise
         raise CorruptStateError(f"{path}: unreadable state file ({type(error).__name__}: {error})") from error
     if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
-            or manifest.get("format_version") not in (1, 2, 3, 4, 5)):
+            or manifest.get("format_version") not in (1, 2, 3, 4, 5, 6)):
         found = manifest if not isinstance(manifest, dict) else (manifest.get("format"), manifest.get("format_version"))
         raise CorruptStateError(f"{path}: unsupported format {found!r}")
     expected, version = manifest.get("checksums"), manifest["format_version"]
@@ -134,7 +197,7 @@ def read_state(path) -> tuple[dict[str, np.ndarray], dict]:
         raise CorruptStateError(f"{path}: checksum mismatch in the metadata")
     if set(expected) != set(entries):
         raise CorruptStateError(f"{path}: arrays {sorted(set(expected) ^ set(entries))} missing or unexpected")
-    found = _digests(entries)
+    found = _digests(entries, version)
     for name, digest in expected.items():
         if found[name] != digest:
             raise CorruptStateError(f"{path}: checksum mismatch in {name!r}")

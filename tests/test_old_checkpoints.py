@@ -60,3 +60,16 @@ def test_a_format_3_state_file_still_loads_byte_for_byte():
             for name, array in arrays.items()} == {
         "packed": ("<f8", (100_000,), "396b1d372ab2497e"), "ints": ("<i4", (1000,), "2661a2fee5db79c9"),
         "dense": ("<f8", (40, 3), "ca4d9d1ca0ee06a0"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}
+
+
+def test_a_format_5_state_file_still_loads_byte_for_byte():
+    """``tests/data/format5.state`` was written by main at 898c7e9 (format 5: every plane of the
+    triangle's chunks compressed, SHA-256 checksums; ``packed`` in chunks of 2 ** 14 items, the
+    arrays :func:`tests.test_state_files.odd_bit_patterns` (100,000, 9) and below); its arrays'
+    SHA-256s as that commit read them."""
+    arrays, meta = read_state(Path(__file__).parent / "data" / "format5.state")
+    assert meta == {"written_by": "main at 898c7e9 (format 5)"}
+    assert {name: (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).hexdigest()[:16])
+            for name, array in arrays.items()} == {
+        "packed": ("<f8", (100_000,), "725986b6d395c47a"), "ints": ("<i4", (1000,), "d75f8fd95c96680f"),
+        "dense": ("<f8", (40, 3), "b0a81a77c976a742"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}

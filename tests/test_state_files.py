@@ -1,4 +1,4 @@
-"""State files are small and lossless (issue 48, item 1): format 4 encodes the arrays
+"""State files are small and lossless (issue 48, item 1): format 6 encodes the arrays
 (streamtopics/array_encoding.py, streamtopics/repeat_encoding.py), every encoding gives back the
 same bytes, a loaded model's arrays are the saved ones bit for bit, and a model saved mid-stream,
 loaded and fed the rest ends where the uninterrupted one does. (With forgetting on it does not,
@@ -8,6 +8,7 @@ are computed per batch.)"""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from streamtopics.array_encoding import decode, encode
 from streamtopics.state import FORMAT_VERSION, read_state, write_state
 
 WORDS = [f"w{i}" for i in range(2000)]
+DATA = Path(__file__).parent / "data"
 SETTINGS = dict(anchor_method="hybrid", anchor_min_df=2, reservoir_size=100, refresh_every=200,
                 refine_iterations=2, refine_sweeps=1)
 
@@ -70,7 +72,7 @@ def test_a_model_comes_back_bit_for_bit_in_the_new_format(tmp_path):
     model.learn_many(documents(500, 2), stream_times=[float(t) for t in range(500)])
     path = model.save(tmp_path / "model.state")
     with np.load(path) as archive:
-        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 5
+        assert json.loads(bytes(archive["__manifest__"]))["format_version"] == FORMAT_VERSION == 6
     assert_same_bits(model_arrays(model), model_arrays(StreamingTopicModel.load(path)))
 
 
@@ -128,22 +130,44 @@ def test_values_that_share_a_slot_come_back(monkeypatch):
     assert same.size == 3
     array = np.tile(same, 30_000).view(np.float64)
     encoding, parts = encode(array)
-    assert encoding == "repeats"
+    assert encoding == "repeats_raw"
     assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
 
 
-def test_format_4_joined_frames_still_decode(monkeypatch):
-    """Format 4 stored a triangle's chunk frames as one part, ``frames``: it reads as before."""
-    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)
-    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
-    array = odd_bit_patterns(100_000, 8)
-    _, parts = encode(array)
+def test_planes_that_do_not_compress_are_stored_raw_and_come_back(monkeypatch):
+    """Random low mantissa bytes skip Zstandard (stored raw beside the frame); the sign and
+    exponent bytes, and every byte of values with short mantissas, are compressed. (Planes 0-2
+    are the distances of repeats, 3-10 the bytes of new values, lowest first.)"""
+    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 16)
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 16)
+    rng = np.random.default_rng(11)
+    for values, random_bytes in ((rng.random(200_000), True), (np.round(rng.random(200_000), 2), False)):
+        encoding, parts = encode(values)
+        index = np.frombuffer(parts["index"], "<i8")[1:].reshape(-1, 4)
+        stored_raw = np.bitwise_or.reduce(index[:, 3])
+        assert bool(stored_raw >> 3) == random_bytes and not stored_raw >> 10 & 1
+        if random_bytes:
+            assert stored_raw >> 3 & 1 and sum(len(parts[f"raw{c}"]) for c in range(index.shape[0])) > 0.5 * values.nbytes
+        assert decode(encoding, parts, "<f8", [values.size]).tobytes() == values.tobytes()
+
+
+def format_5_parts() -> dict:
+    """The stored parts of ``packed`` in ``tests/data/format5.state`` (seven chunks, every plane in the frame)."""
+    with np.load(DATA / "format5.state") as archive:
+        return {name.split("#")[1]: bytes(archive[name]) for name in archive.files if name.startswith("packed#")}
+
+
+def test_format_5_and_format_4_repeats_still_decode():
+    """Formats 4 and 5 kept every plane in the frame; format 4 stored the frames as one part."""
+    parts, expected = format_5_parts(), odd_bit_patterns(100_000, 9)
+    assert decode("repeats", parts, "<f8", [expected.size]).tobytes() == expected.tobytes()
     frames = [parts[f"frame{c}"] for c in range(len(parts) - 1)]
     assert len(frames) == 7
     joined = {"index": parts["index"], "frames": b"".join(frames)}
-    assert decode("repeats", joined, "<f8", [array.size]).tobytes() == array.tobytes()
-    with pytest.raises(ValueError):
-        decode("repeats", dict(joined, frames=joined["frames"][:-1]), "<f8", [array.size])
+    assert decode("repeats", joined, "<f8", [expected.size]).tobytes() == expected.tobytes()
+    for bad in (dict(joined, frames=joined["frames"][:-1]), dict(parts, raw0=b"")):
+        with pytest.raises(ValueError):
+            decode("repeats", bad, "<f8", [expected.size])
 
 
 def test_repeats_parts_that_do_not_fit_are_a_value_error(monkeypatch):
@@ -151,17 +175,34 @@ def test_repeats_parts_that_do_not_fit_are_a_value_error(monkeypatch):
     raise, never write outside the array."""
     monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)
     monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
-    array = odd_bit_patterns(100_000, 7)
-    _, parts = encode(array)
+    monkeypatch.setattr(repeat_encoding, "_SAMPLE", 1 << 10)
+    array = np.concatenate([odd_bit_patterns(100_000, 7), np.random.default_rng(7).random(40_000)])
+    encoding, parts = encode(array)
     index = np.frombuffer(parts["index"], "<i8")
+    raw = next(c for c in range(9) if parts[f"raw{c}"])
     damaged = [dict(parts, frame0=parts["frame0"][:-1]), dict(parts, index=parts["index"][:-8]),
-               {k: v for k, v in parts.items() if k != "frame1"}]
-    # index: items per chunk, then per chunk: frame bytes, nonzero items, hits
-    for position, delta in ((0, 8), (0, 1), (0, 1 << 24), (1, 1), (2, 1), (2, -1), (3, 1), (3, -1)):
+               {k: v for k, v in parts.items() if k != "frame1"}, {k: v for k, v in parts.items() if k != "raw1"},
+               dict(parts, **{f"raw{raw}": parts[f"raw{raw}"][:-1]}), dict(parts, **{f"raw{raw}": b""})]
+    # index: items per chunk, then per chunk: frame bytes, nonzero items, hits, planes stored raw
+    for position, delta in ((0, 8), (0, 1), (0, 1 << 24), (1, 1), (2, 1), (2, -1), (3, 1), (3, -1), (4, 1),
+                            (4, 1 << 11), (4 * raw + 4, -1)):
         changed = index.copy()
         changed[position] += delta
         damaged.append(dict(parts, index=changed.tobytes()))
     for bad in damaged:
         with pytest.raises(Exception) as error:
-            decode("repeats", bad, "<f8", [array.size])
+            decode(encoding, bad, "<f8", [array.size])
         assert isinstance(error.value, ValueError) or "zstd" in type(error.value).__module__, error.value
+
+
+def test_spare_buffers_serve_only_chunks_of_their_size(monkeypatch):
+    """The encoder keeps its buffers between saves: a later array in larger chunks must not be
+    given the smaller chunks' buffers (the kernels do not check bounds)."""
+    array = odd_bit_patterns(300_000, 12)
+    for chunk in (1 << 14, 1 << 16, 1 << 14):
+        monkeypatch.setattr(repeat_encoding, "WHOLE", chunk)
+        monkeypatch.setattr(repeat_encoding, "CHUNK", chunk)
+        encoding, parts = encode(array)
+        assert np.frombuffer(parts["index"], "<i8")[0] == chunk
+        assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
+    assert not repeat_encoding._SPARE.empty()
