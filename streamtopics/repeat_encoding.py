@@ -181,8 +181,8 @@ def _encode_chunk(words: np.ndarray, bits: int, room: int, nonzero_room: int) ->
 
 def _buffers(bits: int, room: int, nonzero_room: int) -> tuple:
     """A set of an encoder's buffers: a spare one for a chunk of a large array (kept between
-    saves, one a thread: about 20 MB each; allocated anew for every save, the fresh pages of
-    2 ** 22-item chunks' buffers cost 0.05-0.6 s of a save in the kernel at V = 15,000), else new."""
+    saves, one a thread: 40 MB each; allocated anew for every save, their fresh pages cost
+    0.03-0.6 s of kernel time per save at V = 15,000), else new."""
     if room == CHUNK and bits == CHUNK_TABLE_BITS:
         try:
             spare = _SPARE.get_nowait()
