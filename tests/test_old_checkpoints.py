@@ -1,6 +1,6 @@
 """State files written by earlier versions still load. One written by main at 5569d75 (before
 the parts saved themselves and before the refresh schedule was one object) loads and resumes as
-the uninterrupted run; one of format 3 gives back its arrays byte for byte.
+the uninterrupted run; ones of formats 3 and 5 give back their arrays byte for byte.
 
 ``tests/data/model-5569d75.state`` was written by that commit with :func:`documents` and
 :data:`SETTINGS` below: ``model.learn_many(documents(400, 1), stream_times=range(400))`` then
@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from streamtopics import StreamingTopicModel
 from streamtopics.state import read_state
@@ -51,25 +52,23 @@ def test_it_resumes_as_the_uninterrupted_run():
     np.testing.assert_allclose(resumed.snapshot.topic_word, uninterrupted.snapshot.topic_word, atol=1e-8)
 
 
-def test_a_format_3_state_file_still_loads_byte_for_byte():
-    """``tests/data/format3.state`` was written by main at 752416c (format 3: its triangle as a
-    bitmap and the nonzero items); its arrays' SHA-256s as that commit read them."""
-    arrays, meta = read_state(Path(__file__).parent / "data" / "format3.state")
-    assert meta == {"written_by": "main at 752416c (format 3)"}
-    assert {name: (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).hexdigest()[:16])
-            for name, array in arrays.items()} == {
+OLD_FORMATS = {  # file in tests/data: the commit that wrote it, and its arrays' SHA-256s as that commit read them
+    # format 3: the triangle as a bitmap and the nonzero items
+    "format3.state": ("main at 752416c (format 3)", {
         "packed": ("<f8", (100_000,), "396b1d372ab2497e"), "ints": ("<i4", (1000,), "2661a2fee5db79c9"),
-        "dense": ("<f8", (40, 3), "ca4d9d1ca0ee06a0"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}
-
-
-def test_a_format_5_state_file_still_loads_byte_for_byte():
-    """``tests/data/format5.state`` was written by main at 898c7e9 (format 5: every plane of the
-    triangle's chunks compressed, SHA-256 checksums; ``packed`` in chunks of 2 ** 14 items, the
-    arrays :func:`tests.test_state_files.odd_bit_patterns` (100,000, 9) and below); its arrays'
-    SHA-256s as that commit read them."""
-    arrays, meta = read_state(Path(__file__).parent / "data" / "format5.state")
-    assert meta == {"written_by": "main at 898c7e9 (format 5)"}
-    assert {name: (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).hexdigest()[:16])
-            for name, array in arrays.items()} == {
+        "dense": ("<f8", (40, 3), "ca4d9d1ca0ee06a0"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}),
+    # format 5: every plane of the triangle's chunks compressed, SHA-256 checksums; ``packed`` in chunks of
+    # 2 ** 14 items, tests.test_state_files.odd_bit_patterns(100_000, 9)
+    "format5.state": ("main at 898c7e9 (format 5)", {
         "packed": ("<f8", (100_000,), "725986b6d395c47a"), "ints": ("<i4", (1000,), "d75f8fd95c96680f"),
-        "dense": ("<f8", (40, 3), "b0a81a77c976a742"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}
+        "dense": ("<f8", (40, 3), "b0a81a77c976a742"), "empty": ("<f8", (0,), "e3b0c44298fc1c14")}),
+}
+
+
+@pytest.mark.parametrize("name", OLD_FORMATS)
+def test_an_older_format_still_loads_byte_for_byte(name):
+    arrays, meta = read_state(Path(__file__).parent / "data" / name)
+    written_by, expected = OLD_FORMATS[name]
+    assert meta == {"written_by": written_by}
+    assert {key: (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).hexdigest()[:16])
+            for key, array in arrays.items()} == expected
