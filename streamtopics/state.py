@@ -30,13 +30,12 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Iterator
-
-import xxhash
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
 import numpy as np
+import xxhash
 
 from .array_encoding import decode, encode_on
 
@@ -118,7 +117,8 @@ class StateWriter:
     the bulk encodes; :meth:`write` then stores each entry, hashed, as soon as it is encoded, in
     the order added, syncing every ``_SYNC_BYTES`` so the disk writes while the rest encodes, and
     last the metadata and the manifest. V = 15,000 (20 Newsgroups): 0.75 s to save when the
-    state was gathered, then encoded, hashed and written one step after the other."""
+    state was gathered, then encoded, hashed and written one step after the other; 0.48-0.56 s
+    so (with format 6's cheaper checksums and raw planes)."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max(1, numba.get_num_threads()))
