@@ -7,13 +7,15 @@ are computed per batch.)"""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from streamtopics import StreamingTopicModel, repeat_encoding
+from streamtopics import StreamingTopicModel, repeat_encoding, state
 from streamtopics.array_encoding import decode, encode
 from streamtopics.state import FORMAT_VERSION, read_state, write_state
 
@@ -206,3 +208,21 @@ def test_spare_buffers_serve_only_chunks_of_their_size(monkeypatch):
         assert np.frombuffer(parts["index"], "<i8")[0] == chunk
         assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
     assert not repeat_encoding._SPARE.empty()
+
+
+def test_a_failed_sync_during_the_save_fails_it(tmp_path, monkeypatch):
+    """The writer syncs on a thread of its own while it writes: an error the disk reports to one
+    of those syncs (Linux reports it once) fails the save and leaves no file, as the final sync's would."""
+    real, calls = os.fdatasync, []
+
+    def first_fails(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(state, "_SYNC_BYTES", 1 << 10)
+    monkeypatch.setattr(state.os, "fdatasync", first_fails)
+    with pytest.raises(OSError):
+        write_state(tmp_path / "s.state", {"a": np.random.default_rng(0).random(300_000)}, {})
+    assert len(calls) >= 1 and not list(tmp_path.iterdir())
