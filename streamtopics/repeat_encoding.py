@@ -40,7 +40,7 @@ except ImportError:
     from backports import zstd  # the same module for older Pythons
 
 WHOLE = 1 << 24  # items of an array kept in one chunk (at most 2 ** 24: distances take three bytes)
-CHUNK = 1 << 21  # items per chunk of a larger array: chunks encode on several threads
+CHUNK = 1 << 21  # items per chunk of a larger array, encoded on several threads (2 ** 22: 0.2 % smaller, spare buffers twice as large)
 WHOLE_TABLE_BITS = 22  # most slots of a whole array's table; Reuters-21578 (one chunk): 2 ** 18 / 20 / 22 slots
 # 24.3 / 23.7 / 23.4 MB; chunks of 2 ** 22 items: 24.4 MB
 CHUNK_TABLE_BITS = 15  # slots of a chunk's table (512 kB): at V = 15,000 (112 million items) 2 ** 16 slots saved 0.9 % and took 1.08 times as long, 2 ** 18 1.3 times
