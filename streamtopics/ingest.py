@@ -435,8 +435,9 @@ class Ingest:
     def state_dict(self) -> tuple[dict, dict]:
         """``(arrays, meta)``: the statistics' and the reservoir's arrays, and the vocabulary,
         warm-up documents, counters, open vocabulary and excerpts (JSON)."""
+        statistics = self.statistics_state()
         arrays, meta = self.state_without_statistics()
-        return self.statistics_state() | arrays, meta
+        return statistics | arrays, meta
 
     def statistics_state(self) -> dict:
         """The statistics' arrays, pending documents absorbed first: the bulk of a state file,
