@@ -197,11 +197,11 @@ def _buffers(bits: int, room: int, nonzero_room: int) -> tuple:
 
 def _encode_in(words: np.ndarray, bits: int, buffers: tuple) -> tuple[bytes, bytes, int, int, int]:
     table, nonzero_items, bitmaps, codes, literals = buffers
-    bitmaps[:] = 0
-    mask, flags = bitmaps[0, :(words.size + 7) // 8], bitmaps[1]
+    mask = bitmaps[0, :(words.size + 7) // 8]
     nonzero = _compact_nonzero(words, mask, nonzero_items)
+    flags = bitmaps[1, :(nonzero + 7) // 8]
     hits = _code_repeats(nonzero_items[:nonzero], bits, table, flags, codes, literals)
-    packed, raw, stored_raw = [mask, flags[:(nonzero + 7) // 8]], [], 0
+    packed, raw, stored_raw = [mask, flags], [], 0
     for plane, row in enumerate([*codes[:, :hits], *literals[:, :nonzero - hits]]):
         if _compresses(row):
             packed.append(row)
@@ -224,44 +224,56 @@ def _compresses(plane: np.ndarray) -> bool:
 
 @njit(cache=True, nogil=True)
 def _compact_nonzero(words, mask, nonzero_items):
-    """Set ``mask``'s bit of each nonzero item (``mask`` zeroed) and copy those items to the
-    front of ``nonzero_items``; returns how many. Branch-free: a branch on each item's zero test
-    mispredicted often enough to take most of a scan's time (V = 15,000: 0.47 s against 0.31 s
-    for this pass and :func:`_code_repeats`)."""
+    """Set ``mask``'s bits of the nonzero items and copy those items to the front of
+    ``nonzero_items``; returns how many. Branch-free (a branch on each item's zero test
+    mispredicted often enough to take most of a scan's time), and each byte of the bitmap is
+    built in a register and stored once (an or into memory per item chained every eighth item
+    behind the previous store: V = 15,000, 0.19 against 0.14 s a pass)."""
     count = 0
-    for i in range(words.size):
-        value = words[i]
-        nonzero_items[count] = value  # overwritten by the next item unless this one is kept
-        kept = value != 0
-        mask[i >> 3] |= np.uint8(kept) << np.uint8(i & 7)
-        count += kept
+    for byte_at in range(mask.size):
+        byte = np.uint8(0)
+        for bit in range(min(8, words.size - 8 * byte_at)):
+            value = words[8 * byte_at + bit]
+            nonzero_items[count] = value  # overwritten by the next item unless this one is kept
+            kept = value != 0
+            byte |= np.uint8(kept) << np.uint8(bit)
+            count += kept
+        mask[byte_at] = byte
     return count
 
 
 @njit(cache=True, nogil=True)
 def _code_repeats(items, bits, table, flags, codes, literals):
-    """Fill the zeroed ``flags`` and the planes ``codes`` and ``literals`` for the nonzero
-    ``items``, with a ``table`` of 2 ** ``bits`` rows (zeroed here): a value and where it last
-    occurred among the items (read only where the value matched), side by side so one cache line
-    holds both; returns the hits."""
+    """Fill ``flags`` and the planes ``codes`` and ``literals`` for the nonzero ``items``, with a
+    ``table`` of 2 ** ``bits`` rows (zeroed here): a value and where it last occurred among the
+    items (read only where the value matched), side by side so one cache line holds both;
+    returns the hits. Branch-free like :func:`_compact_nonzero`: every item writes its distance
+    and its value, a hit moves the distances' end on, a new value the values' end; the new
+    values are gathered at the front of ``items`` (overwritten) and split into planes after (one
+    store an item in the loop, not eight: V = 15,000, 0.26 against 0.14 s a pass)."""
     table[:, 0] = 0
     shift = np.uint64(64 - bits)
     hits = 0
-    for i in range(items.size):
-        value = items[i]
-        slot = (value * _HASH) >> shift
-        if table[slot, 0] == value:
-            flags[i >> 3] |= np.uint8(1 << (i & 7))
+    for byte_at in range(flags.size):
+        byte = np.uint8(0)
+        for bit in range(min(8, items.size - 8 * byte_at)):
+            i = 8 * byte_at + bit
+            value = items[i]
+            slot = (value * _HASH) >> shift
+            hit = table[slot, 0] == value
             distance = i - np.int64(table[slot, 1])
             for plane in range(3):
                 codes[plane, hits] = np.uint8((distance >> (8 * plane)) & 0xFF)
-            hits += 1
-        else:
+            items[i - hits] = value  # i - hits <= i: an item already read
+            byte |= np.uint8(hit) << np.uint8(bit)
+            hits += hit
             table[slot, 0] = value
-            new = i - hits
-            for plane in range(8):
-                literals[plane, new] = np.uint8((value >> np.uint64(8 * plane)) & np.uint64(0xFF))
-        table[slot, 1] = np.uint64(i)
+            table[slot, 1] = np.uint64(i)
+        flags[byte_at] = byte
+    for plane in range(8):
+        row, shift_by = literals[plane], np.uint64(8 * plane)
+        for new in range(items.size - hits):
+            row[new] = np.uint8((items[new] >> shift_by) & np.uint64(0xFF))
     return hits
 
 
