@@ -51,7 +51,7 @@ _SAMPLE = 1 << 12  # bytes of a plane compressed to judge whether it compresses 
 _STORED = 0.97  # a plane whose sample does not compress below this share is stored raw (0.9: 0.03 s less at V = 15,000, Reuters-21578 1 % larger)
 _PLANES = 11  # of a chunk: three of the distances, eight of the new values
 _SPARE: queue.SimpleQueue = queue.SimpleQueue()  # buffer sets of large arrays' chunks, between saves
-_SAMPLER = threading.local()  # each thread's compressor of samples (see _compresses)
+_COMPRESSORS = threading.local()  # each thread's (see _compressors)
 
 
 def encode(words: np.ndarray) -> dict[str, bytes]:
@@ -210,23 +210,29 @@ def _encode_in(words: np.ndarray, bits: int, buffers: tuple) -> tuple[bytes, byt
         else:
             raw.append(row)
             stored_raw |= 1 << plane
-    compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.compression_level: _LEVEL,
-                                              zstd.CompressionParameter.hash_log: _HASH_LOG,
-                                              zstd.CompressionParameter.checksum_flag: 1})
-    frame = b"".join(compressor.compress(piece) for piece in packed) + compressor.flush()
+    compressor = _compressors().frames
+    frame = b"".join(compressor.compress(piece) for piece in packed) + compressor.flush()  # flush ends the frame
     return frame, b"".join(raw), nonzero, hits, stored_raw
 
 
 def _compresses(plane: np.ndarray) -> bool:
     """Whether a plane is worth Zstandard's time: a short one always, else when a sample of it
-    compresses below ``_STORED`` of its size (with the thread's compressor: a new one for each
-    of a save's 600 samples took 0.02 processor-s)."""
+    compresses below ``_STORED`` of its size."""
     if plane.size < 2 * _SAMPLE:
         return True
-    if not hasattr(_SAMPLER, "compressor"):
-        _SAMPLER.compressor = zstd.ZstdCompressor(level=_LEVEL)
-    sample = _SAMPLER.compressor.compress(plane[:_SAMPLE], mode=zstd.ZstdCompressor.FLUSH_FRAME)
+    sample = _compressors().samples.compress(plane[:_SAMPLE], mode=zstd.ZstdCompressor.FLUSH_FRAME)
     return len(sample) < _STORED * _SAMPLE
+
+
+def _compressors():
+    """This thread's Zstandard compressors, of chunks' frames and of samples, kept: each made
+    anew took its memory afresh (a new one for each of a save's 600 samples: 0.02 processor-s)."""
+    if not hasattr(_COMPRESSORS, "frames"):
+        _COMPRESSORS.frames = zstd.ZstdCompressor(options={zstd.CompressionParameter.compression_level: _LEVEL,
+                                                           zstd.CompressionParameter.hash_log: _HASH_LOG,
+                                                           zstd.CompressionParameter.checksum_flag: 1})
+        _COMPRESSORS.samples = zstd.ZstdCompressor(level=_LEVEL)
+    return _COMPRESSORS
 
 
 @njit(cache=True, nogil=True)
