@@ -25,8 +25,10 @@ back the same bytes, -0.0 and NaN payloads included.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -50,7 +52,9 @@ _HASH_LOG = 10  # Zstandard's match table, 2 ** 10 entries (level 1's own: 2 ** 
 _SAMPLE = 1 << 12  # bytes of a plane compressed to judge whether it compresses (2 ** 14: 0.03 s more of a save, same sizes)
 _STORED = 0.97  # a plane whose sample does not compress below this share is stored raw (0.9: 0.03 s less at V = 15,000, Reuters-21578 1 % larger)
 _PLANES = 11  # of a chunk: three of the distances, eight of the new values
-_SPARE: queue.SimpleQueue = queue.SimpleQueue()  # buffer sets of large arrays' chunks, between saves
+_AHEAD = 2  # chunks of a large array encoded beyond the pool's threads ahead of the writer (each holds plane buffers)
+_SPARE_WORK: queue.SimpleQueue = queue.SimpleQueue()  # (layout, work buffers) of large arrays' chunks, one a thread, between saves
+_SPARE_PLANES: queue.SimpleQueue = queue.SimpleQueue()  # (layout, plane buffers): one a chunk encoded and not yet stored
 _COMPRESSORS = threading.local()  # each thread's (see _compressors)
 
 
@@ -58,31 +62,48 @@ def encode(words: np.ndarray) -> dict[str, bytes]:
     """``{"frame0", "raw0", "frame1", ..., "index"}`` for a 1-D ``uint64`` array: see the
     module docstring and :func:`encode_on`."""
     with ThreadPoolExecutor(_threads(-(-words.size // _layout(words.size)[0]))) as pool:
-        return dict(encode_on(pool, words))
+        return {part: data if isinstance(data, bytes) else b"".join(data) for part, data in encode_on(pool, words)}
 
 
-def encode_on(pool: ThreadPoolExecutor, words: np.ndarray) -> Iterator[tuple[str, bytes]]:
+def encode_on(pool: ThreadPoolExecutor, words: np.ndarray) -> Iterator[tuple[str, bytes | list]]:
     """Start encoding ``words`` (1-D ``uint64``) chunk by chunk on ``pool`` now; yields
-    ``("frame0", bytes)``, ``("raw0", bytes)``, ``("frame1", bytes)``, ... in order, each as soon
+    ``("frame0", bytes)``, ``("raw0", planes)``, ``("frame1", bytes)``, ... in order, each as soon
     as its chunk is done (a writer stores one while the next are encoded), then ``("index",
-    bytes)``. The index is ``int64``: items per chunk, then per chunk its frame's bytes, nonzero
-    items, hits and the bits of the planes stored raw (bit ``p``: plane ``p`` of the three
+    bytes)``. A raw part is a list of ``uint8`` arrays, the part their bytes one after the
+    other, in the encoder's buffers: valid until the next part is asked for (the writer stores
+    them from there: joined anew, their 96 MB at V = 15,000 were fresh pages every save). So a
+    large array's chunks are encoded at most ``_AHEAD`` beyond the pool's threads ahead of the
+    one last yielded. The index is ``int64``: items per chunk, then per chunk its frame's bytes,
+    nonzero items, hits and the bits of the planes stored raw (bit ``p``: plane ``p`` of the three
     distance planes then the eight value planes)."""
     chunk, bits = _layout(words.size)
-    starts = range(0, words.size, chunk)
+    starts = iter(range(0, words.size, chunk))
     room = min(chunk, words.size)
-    nonzero_room = np.count_nonzero(words) if len(starts) == 1 else room  # one chunk: its buffers fit its nonzero items
-    futures = [pool.submit(_encode_chunk, words[start:start + chunk], bits, room, nonzero_room) for start in starts]
-    return _frames_in_order(futures, chunk)
+    nonzero_room = np.count_nonzero(words) if words.size <= chunk else room  # one chunk: its buffers fit its nonzero items
+
+    def submit(start: int):
+        return pool.submit(_encode_chunk, words[start:start + chunk], (bits, room, nonzero_room))
+
+    futures = deque(submit(start) for start in itertools.islice(starts, numba.get_num_threads() + _AHEAD))
+    return _frames_in_order(futures, starts, submit, chunk, (bits, room, nonzero_room))
 
 
-def _frames_in_order(futures: list, chunk: int) -> Iterator[tuple[str, bytes]]:
+def _frames_in_order(futures: deque, starts: Iterator[int], submit, chunk: int,
+                     layout: tuple[int, int, int]) -> Iterator[tuple[str, bytes | list]]:
+    """The parts of each chunk in order; once a chunk's raw planes are taken, its plane buffers
+    go back and the next chunk is started."""
     index = [chunk]
-    for c, future in enumerate(futures):
-        frame, raw, nonzero, hits, stored_raw = future.result()
+    for c in itertools.count():
+        if not futures:
+            break
+        frame, raw, nonzero, hits, stored_raw, planes = futures.popleft().result()
         index += [len(frame), nonzero, hits, stored_raw]
         yield f"frame{c}", frame
         yield f"raw{c}", raw
+        _give_back(_SPARE_PLANES, planes, layout)
+        start = next(starts, None)
+        if start is not None:
+            futures.append(submit(start))
     yield "index", np.array(index, "<i8").tobytes()
 
 
@@ -168,37 +189,50 @@ def _threads(tasks: int) -> int:
     return max(1, min(tasks, numba.get_num_threads()))
 
 
-def _encode_chunk(words: np.ndarray, bits: int, room: int, nonzero_room: int) -> tuple[bytes, bytes, int, int, int]:
+def _encode_chunk(words: np.ndarray, layout: tuple[int, int, int]) -> tuple:
     """One chunk's Zstandard frame (bitmap, hit bits, then the distance and new value planes
-    that compress), its raw planes (those that do not, in order), its nonzero items, its hits
-    and the bits of its raw planes, with a table of 2 ** ``bits`` slots, in buffers for chunks of
-    up to ``room`` items, ``nonzero_room`` of them nonzero (see :func:`_buffers`)."""
-    buffers = _buffers(bits, room, nonzero_room)
+    that compress), its raw planes (those that do not, in order: views into its plane buffers),
+    its nonzero items, its hits, the bits of its raw planes and its plane buffers. ``layout``:
+    the table's bits (2 ** bits slots), the items of the largest chunk and its most nonzero
+    items, which the buffers are sized for."""
+    work = _buffers(_SPARE_WORK, layout)
+    planes = _buffers(_SPARE_PLANES, layout)
     try:
-        return _encode_in(words, bits, buffers)
+        return *_encode_in(words, layout[0], work, planes), planes
     finally:
-        if room == CHUNK and bits == CHUNK_TABLE_BITS:
-            _SPARE.put(buffers)
+        _give_back(_SPARE_WORK, work, layout)
 
 
-def _buffers(bits: int, room: int, nonzero_room: int) -> tuple:
-    """A set of an encoder's buffers: a spare one for a chunk of a large array (kept between
-    saves, one a thread: 40 MB each; allocated anew for every save, their fresh pages cost
-    0.03-0.6 s of kernel time per save at V = 15,000), else new."""
-    if room == CHUNK and bits == CHUNK_TABLE_BITS:
+def _buffers(spares: queue.SimpleQueue, layout: tuple[int, int, int]) -> tuple:
+    """A set of an encoder's work buffers (``_SPARE_WORK``: table, nonzero items, bitmaps) or
+    plane buffers (``_SPARE_PLANES``: distances, new values) for ``layout``: a spare set for a
+    chunk of a large array (kept between saves: allocated anew for every save, their fresh
+    pages cost 0.03-0.6 s of kernel time per save at V = 15,000), else new."""
+    if _kept(layout):
         try:
-            spare = _SPARE.get_nowait()
-            if spare[0].shape[0] == 1 << bits and spare[1].size == nonzero_room + 1:  # not one of another layout
-                return spare
+            kept_layout, buffers = spares.get_nowait()
+            if kept_layout == layout:  # not one of another layout (the kernels do not check bounds)
+                return buffers
         except queue.Empty:
             pass
-    return (np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64),
-            np.empty((2, (room + 7) // 8), np.uint8), np.empty((3, nonzero_room), np.uint8),
-            np.empty((8, nonzero_room), np.uint8))
+    bits, room, nonzero_room = layout
+    if spares is _SPARE_WORK:
+        return np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64), np.empty((2, (room + 7) // 8), np.uint8)
+    return np.empty((3, nonzero_room), np.uint8), np.empty((8, nonzero_room), np.uint8)
 
 
-def _encode_in(words: np.ndarray, bits: int, buffers: tuple) -> tuple[bytes, bytes, int, int, int]:
-    table, nonzero_items, bitmaps, codes, literals = buffers
+def _give_back(spares: queue.SimpleQueue, buffers: tuple, layout: tuple[int, int, int]) -> None:
+    if _kept(layout):
+        spares.put((layout, buffers))
+
+
+def _kept(layout: tuple[int, int, int]) -> bool:
+    """Whether buffers of ``layout`` are kept between saves: those of a large array's chunks."""
+    return layout[:2] == (CHUNK_TABLE_BITS, CHUNK)
+
+
+def _encode_in(words: np.ndarray, bits: int, work: tuple, planes: tuple) -> tuple[bytes, list, int, int, int]:
+    (table, nonzero_items, bitmaps), (codes, literals) = work, planes
     mask = bitmaps[0, :(words.size + 7) // 8]
     nonzero = _compact_nonzero(words, mask, nonzero_items)
     flags = bitmaps[1, :(nonzero + 7) // 8]
@@ -212,7 +246,7 @@ def _encode_in(words: np.ndarray, bits: int, buffers: tuple) -> tuple[bytes, byt
             stored_raw |= 1 << plane
     compressor = _compressors().frames
     frame = b"".join(compressor.compress(piece) for piece in packed) + compressor.flush()  # flush ends the frame
-    return frame, b"".join(raw), nonzero, hits, stored_raw
+    return frame, raw, nonzero, hits, stored_raw
 
 
 def _compresses(plane: np.ndarray) -> bool:

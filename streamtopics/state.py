@@ -148,10 +148,9 @@ class StateWriter:
             with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                 for name, value, parts in self._started:
                     for encoding, part, data in parts:
-                        entry = f"{name}#{part}"
-                        checksums[entry] = _entry_digest(np.frombuffer(data, np.uint8), FORMAT_VERSION)
-                        _write_entry(archive, entry, data)
-                        unsynced += len(data)
+                        entry, pieces = f"{name}#{part}", data if isinstance(data, list) else [data]
+                        checksums[entry] = _pieces_digest(pieces)
+                        unsynced += _write_entry(archive, entry, pieces)
                         if unsynced >= _SYNC_BYTES and (syncing is None or syncing.done()):
                             if syncing is not None:
                                 syncing.result()  # an error the disk reported once is raised, not lost
@@ -161,18 +160,30 @@ class StateWriter:
                 manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "arrays": table,
                             "checksums": checksums}
                 manifest["checksum"] = _manifest_digest(manifest)
-                _write_entry(archive, _MANIFEST, json.dumps(manifest).encode("utf-8"))
+                _write_entry(archive, _MANIFEST, [json.dumps(manifest).encode("utf-8")])
             if syncing is not None:
                 syncing.result()  # before the file is synced whole and closed
 
 
-def _write_entry(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
-    """``data`` as the archive's ``name.npy``: a 1-D ``uint8`` array, as ``np.savez`` stores it."""
+def _pieces_digest(pieces: list) -> str:
+    """The entry checksum (format 6) of the bytes of ``pieces`` one after the other."""
+    digest = xxhash.xxh3_128()
+    for piece in pieces:
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+def _write_entry(archive: zipfile.ZipFile, name: str, pieces: list) -> int:
+    """The bytes of ``pieces`` one after the other as the archive's ``name.npy``, a 1-D
+    ``uint8`` array, as ``np.savez`` stores it; returns their length."""
+    size = sum(memoryview(piece).nbytes for piece in pieces)
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (len(data),)})
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (size,)})
     with archive.open(f"{name}.npy", "w", force_zip64=True) as entry:
         entry.write(header.getvalue())
-        entry.write(data)
+        for piece in pieces:
+            entry.write(piece)
+    return size
 
 
 def read_state(path) -> tuple[dict[str, np.ndarray], dict]:

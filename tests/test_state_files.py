@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 
@@ -207,7 +208,28 @@ def test_spare_buffers_serve_only_chunks_of_their_size(monkeypatch):
         encoding, parts = encode(array)
         assert np.frombuffer(parts["index"], "<i8")[0] == chunk
         assert decode(encoding, parts, "<f8", [array.size]).tobytes() == array.tobytes()
-    assert not repeat_encoding._SPARE.empty()
+    assert not repeat_encoding._SPARE_WORK.empty() and not repeat_encoding._SPARE_PLANES.empty()
+
+
+def test_raw_planes_stored_from_buffers_that_serve_later_chunks_come_back(tmp_path, monkeypatch):
+    """The writer stores each chunk's raw planes from the encoder's buffers, which then serve a
+    later chunk: with many more chunks than buffer sets every chunk comes back, and no more sets
+    are kept than chunks encoded ahead."""
+    monkeypatch.setattr(repeat_encoding, "WHOLE", 1 << 14)
+    monkeypatch.setattr(repeat_encoding, "CHUNK", 1 << 14)
+    while not repeat_encoding._SPARE_PLANES.empty():
+        repeat_encoding._SPARE_PLANES.get_nowait()
+    random = np.random.default_rng(7).random(300_001)  # 19 chunks, their low value bytes raw
+    arrays = {"random": random, "small": np.arange(5.0)}
+    path = write_state(tmp_path / "a.state", arrays, {})
+    with np.load(path) as archive:
+        assert min(archive[f"random#raw{c}"].size for c in range(18)) > 0  # the last, short, compressed whole
+    assert_same_bits(arrays, read_state(path)[0])
+    kept = 0
+    while not repeat_encoding._SPARE_PLANES.empty():
+        repeat_encoding._SPARE_PLANES.get_nowait()
+        kept += 1
+    assert 1 <= kept <= numba.get_num_threads() + repeat_encoding._AHEAD
 
 
 def test_a_failed_sync_during_the_save_fails_it(tmp_path, monkeypatch):
