@@ -92,10 +92,8 @@ def _frames_in_order(futures: deque, starts: Iterator[int], submit, chunk: int,
                      layout: tuple[int, int, int]) -> Iterator[tuple[str, bytes | list]]:
     """The parts of each chunk in order; once a chunk's raw planes are taken, its plane buffers
     go back and the next chunk is started."""
-    index = [chunk]
-    for c in itertools.count():
-        if not futures:
-            break
+    index, c = [chunk], 0
+    while futures:
         frame, raw, nonzero, hits, stored_raw, planes = futures.popleft().result()
         index += [len(frame), nonzero, hits, stored_raw]
         yield f"frame{c}", frame
@@ -104,6 +102,7 @@ def _frames_in_order(futures: deque, starts: Iterator[int], submit, chunk: int,
         start = next(starts, None)
         if start is not None:
             futures.append(submit(start))
+        c += 1
     yield "index", np.array(index, "<i8").tobytes()
 
 
@@ -195,19 +194,19 @@ def _encode_chunk(words: np.ndarray, layout: tuple[int, int, int]) -> tuple:
     its nonzero items, its hits, the bits of its raw planes and its plane buffers. ``layout``:
     the table's bits (2 ** bits slots), the items of the largest chunk and its most nonzero
     items, which the buffers are sized for."""
-    work = _buffers(_SPARE_WORK, layout)
-    planes = _buffers(_SPARE_PLANES, layout)
+    work = _buffers(_SPARE_WORK, _new_work_buffers, layout)
+    planes = _buffers(_SPARE_PLANES, _new_plane_buffers, layout)
     try:
         return *_encode_in(words, layout[0], work, planes), planes
     finally:
         _give_back(_SPARE_WORK, work, layout)
 
 
-def _buffers(spares: queue.SimpleQueue, layout: tuple[int, int, int]) -> tuple:
-    """A set of an encoder's work buffers (``_SPARE_WORK``: table, nonzero items, bitmaps) or
-    plane buffers (``_SPARE_PLANES``: distances, new values) for ``layout``: a spare set for a
-    chunk of a large array (kept between saves: allocated anew for every save, their fresh
-    pages cost 0.03-0.6 s of kernel time per save at V = 15,000), else new."""
+def _buffers(spares: queue.SimpleQueue, new, layout: tuple[int, int, int]) -> tuple:
+    """A set of an encoder's buffers for ``layout`` from ``spares`` (``_SPARE_WORK`` or
+    ``_SPARE_PLANES``) for a chunk of a large array (kept between saves: allocated anew for every
+    save, their fresh pages cost 0.03-0.6 s of kernel time per save at V = 15,000), else
+    ``new(*layout)``."""
     if _kept(layout):
         try:
             kept_layout, buffers = spares.get_nowait()
@@ -215,9 +214,16 @@ def _buffers(spares: queue.SimpleQueue, layout: tuple[int, int, int]) -> tuple:
                 return buffers
         except queue.Empty:
             pass
-    bits, room, nonzero_room = layout
-    if spares is _SPARE_WORK:
-        return np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64), np.empty((2, (room + 7) // 8), np.uint8)
+    return new(*layout)
+
+
+def _new_work_buffers(bits: int, room: int, nonzero_room: int) -> tuple:
+    """The repeat table, the nonzero items and the two bitmaps (nonzero items, hits)."""
+    return np.empty((1 << bits, 2), np.uint64), np.empty(nonzero_room + 1, np.uint64), np.empty((2, (room + 7) // 8), np.uint8)
+
+
+def _new_plane_buffers(bits: int, room: int, nonzero_room: int) -> tuple:
+    """The distance planes and the new value planes."""
     return np.empty((3, nonzero_room), np.uint8), np.empty((8, nonzero_room), np.uint8)
 
 
