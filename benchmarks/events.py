@@ -4,7 +4,9 @@ with planted changes (docs/design.md, "Topic identity").
 A **stationary** stream has nothing to announce once the burn-in ended: every birth, death or
 return after it is churn. Its report: refreshes after the burn-in, births / deaths / returns /
 changes / topics found after it, births and deaths per 10 refreshes, and the share of the ids
-present when the burn-in ended that are present at the end. A topic *found* (a subject the
+announced when the burn-in ended that are present at the end (``ids_kept``; ``ids_kept_listed``
+counts the tentative ones too: new in that very refresh, listed as still in their birth grace,
+never announced if they go within it). A topic *found* (a subject the
 stream held all along, now told apart: docs/design.md, "Topic identity") is no birth.
 
 * ``gibbs-<corpus>``: a Gibbs-truth stream of the quality protocol (tomotopy truths, cached in
@@ -175,9 +177,11 @@ def churn(snapshots: list) -> dict:
         for event in snapshot.events:
             counts[event["type"]] = counts.get(event["type"], 0) + 1
     after = len(snapshots) - settled - 1
-    first, last = set(snapshots[settled].topic_ids), set(snapshots[-1].topic_ids)
+    listed, last = set(snapshots[settled].topic_ids), set(snapshots[-1].topic_ids)
+    announced = listed - set(snapshots[settled].tentative or ())
     return {"refreshes": after, **counts, "per_10": 10 * (counts["birth"] + counts["death"]) / max(after, 1),
-            "ids_kept": len(first & last) / len(first)}
+            "ids_kept": len(announced & last) / max(len(announced), 1),
+            "ids_kept_listed": len(listed & last) / len(listed)}
 
 
 def found(snapshots: list, truth_topics: np.ndarray, story: dict, every: int, window: int) -> dict:

@@ -163,3 +163,42 @@ def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
     state.publish(result(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
     unknown = state.publish(result(three, [0, 10, 20]), vocabulary, 200)  # no pool
     assert [e["type"] for e in unknown.events if e["type"] in ("death", "lost")] == ["death"]
+
+
+@pytest.mark.parametrize(("faded_share", "subject_in_pool", "kind"),
+                         [(True, False, "death"), (True, True, "lost"), (False, False, "lost")])
+def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(faded_share, subject_in_pool, kind):
+    """A forgetting model's reservoir spans only its recent past: once a stopped subject is gone
+    from all of it, old and new, the newer-share test reads noise (about 1) and would call the topic
+    lost. A topic that faded before it went (its last share below FADED_SHARE of its peak) and whose
+    last column, added back, takes little of the newest documents (FADED_USE of that peak) is dead;
+    one whose subject the documents still use, or that went at full strength, is lost. The peak
+    shares are read back from a checkpoint taken in between."""
+    from streamtopics.refresh.lineage import FADED_SHARE, FADED_USE
+    from streamtopics.text.documents import DocumentBatch
+
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
+
+    def result(topic_word, anchors, prevalence):
+        k = topic_word.shape[1]
+        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                               prevalence=np.array(prevalence), alpha=np.ones(k), background=None,
+                               background_share=0.0, older_share=np.ones(k), newer_share=np.ones(k))
+
+    old = [range(0, 10), range(10, 20), range(20, 25), range(25, 30)]
+    four = _columns(*old, n_words=40)
+    going = state.publish(result(four, [0, 10, 20, 25], [0.25] * 4), vocabulary, 100).topic_ids[3]
+    last = 0.25 * FADED_SHARE / 2 if faded_share else 0.25
+    state.publish(result(four, [0, 10, 20, 25], [0.25, 0.25, 0.25, last]), vocabulary, 150)
+    arrays, meta = state.state_dict(vocabulary)  # the peak shares travel with the checkpoint
+    state = RefreshState(state.config)
+    state.load_state_dict(arrays, meta, vocabulary)
+    # 80 documents in stamp order; the fourth subject, when in the pool, evenly through it
+    subjects = [k % 4 if subject_in_pool else k % 3 for k in range(80)]
+    words = [list(old[k])[:4] for k in subjects]
+    pool = DocumentBatch.from_lists([np.array(w) for w in words], [np.ones(4) for _ in words], np.zeros(80, np.uint64))
+    gone = state.publish(result(_columns(*old[:3], n_words=40), [0, 10, 20], [1 / 3] * 3), vocabulary, 200,
+                         pool=(pool, np.arange(80)))
+    assert [(e["type"], e["topic"]) for e in gone.events if e["type"] in ("death", "lost")] == [(kind, going)]
+    assert (FADED_SHARE, FADED_USE) == (0.5, 0.25)

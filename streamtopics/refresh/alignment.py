@@ -170,9 +170,13 @@ def _content_over_anchor(pairs: list[tuple[int, int]], distances: np.ndarray, li
 class MissingTopic:
     """A topic absent from the latest snapshots, kept for a few refreshes so that it gets its id
     back if it returns (recovered topics flicker: a weak topic can lose its anchor to noise for
-    one refresh and find it again the next). Its death is announced only once the grace is over."""
+    one refresh and find it again the next). Its death is announced only once the grace is over.
+    Its share when last seen and its highest share while present tell a topic that faded away from
+    one that went at once (:func:`~streamtopics.refresh.lineage.faded`)."""
 
     column: np.ndarray  # its topic-word column when last seen
     anchor: str
     words: list[str]
     refreshes: int = 1  # refreshes it has been missing for
+    share: float | None = None  # its share of the stream when last seen (None: not known, an older state file)
+    peak: float | None = None  # the highest share it had while present

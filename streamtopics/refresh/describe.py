@@ -238,20 +238,34 @@ def newer_share(mixtures: np.ndarray, stamps: np.ndarray, part: float = EDGE) ->
     return _edge_over_half(mixtures, stamps, part, newest=True)
 
 
-def gone_topic_newer_share(topics, pool: DocumentBatch, stamps: np.ndarray, column: np.ndarray) -> float | None:
-    """:func:`newer_share` of a topic the model no longer holds: the ``pool``'s mixtures over the
-    components of ``topics`` (a refresh's Recovery or a snapshot) and the gone topic's last
-    ``column`` (its prior the topics' mean); None when the stamps cannot tell or it has no weight."""
+def gone_topic_lately(topics, pool: DocumentBatch, stamps: np.ndarray,
+                      column: np.ndarray) -> tuple[float, float] | tuple[None, None]:
+    """A topic the model no longer holds: its :func:`newer_share` and its mean weight in the newest
+    ``EDGE`` of the ``pool``'s documents, their mixtures taken over the components of ``topics`` (a
+    refresh's Recovery or a snapshot) and the gone topic's last ``column`` (its prior the topics'
+    mean); (None, None) when the stamps cannot tell or it has no weight."""
     columns, prior = mixture_components(topics)
     extra = np.zeros(columns.shape[0])
     extra[: min(column.size, extra.size)] = column[: extra.size]
     if extra.sum() <= 0:
-        return None
+        return None, None
     n_topics = np.shape(topics.topic_word)[1]
     mixtures = infer_mixtures(pool, np.column_stack([columns, extra / extra.sum()]),
                               np.append(prior, prior[:n_topics].mean()), max_iter=MIXTURE_UPDATES, single=SINGLE)
     share = newer_share(mixtures, stamps)
-    return None if share is None or np.isnan(share[-1]) else float(share[-1])
+    if share is None or np.isnan(share[-1]):
+        return None, None
+    newest, _ = _edge_and_half(np.asarray(stamps), EDGE, newest=True)
+    return float(share[-1]), float(mixtures[newest, -1].mean())
+
+
+def _edge_and_half(stamps: np.ndarray, part: float, newest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The oldest (``newest``: the newest) ``part`` of the documents by stamp (ties in pool order),
+    and the other half."""
+    order = np.argsort(stamps, kind="stable")
+    if newest:
+        order = order[::-1]
+    return order[: max(1, int(stamps.size * part))], order[stamps.size // 2:]
 
 
 def _edge_over_half(mixtures: np.ndarray, stamps: np.ndarray, part: float, newest: bool) -> np.ndarray | None:
@@ -260,10 +274,7 @@ def _edge_over_half(mixtures: np.ndarray, stamps: np.ndarray, part: float, newes
     stamps = np.asarray(stamps)
     if stamps.size < 2 or stamps.min() == stamps.max():
         return None
-    order = np.argsort(stamps, kind="stable")
-    if newest:
-        order = order[::-1]
-    edge, half = order[: max(1, int(stamps.size * part))], order[stamps.size // 2:]
+    edge, half = _edge_and_half(stamps, part, newest)
     at_edge, other = mixtures[edge].mean(axis=0), mixtures[half].mean(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(other > 0, at_edge / np.where(other > 0, other, 1.0), np.nan)
