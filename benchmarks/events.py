@@ -34,11 +34,12 @@ credited births of unformed topics, 1.1 from the planted topic they lay nearest.
 changes found / planted (and found within 2 refreshes, the issue's bar); precision: births (deaths)
 after the burn-in that find one / all of them; delay: refreshes from the first refresh that saw the
 change to the event that found it (the birth and death graces included). Exact sums describe the
-whole stream, so a topic that stops stays in them: deaths need forgetting (``--variants
-forget=half_life=20000``), and the refinement's reservoir of recent documents must forget it too.
+whole stream, so a topic that stops stays in them: deaths need forgetting, and the refinement's
+reservoir of recent documents must forget it too (about three half-lives: ``--variants
+fr=half_life=10000,reservoir_size=14427``; the "auto" 50,000 still hold the stops at the end).
 
     python -m benchmarks.events
-    python -m benchmarks.events --streams planted-20newsgroups --variants default forget=half_life=20000
+    python -m benchmarks.events --streams planted-20newsgroups --variants default fr=half_life=10000,reservoir_size=14427
     python -m benchmarks.events --streams staged-20newsgroups --archive-every 1000
 """
 
