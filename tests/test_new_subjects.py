@@ -202,37 +202,3 @@ def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(f
                          pool=(pool, np.arange(80)))
     assert [(e["type"], e["topic"]) for e in gone.events if e["type"] in ("death", "lost")] == [(kind, going)]
     assert (FADED_SHARE, FADED_USE) == (0.5, 0.25)
-
-
-@pytest.mark.parametrize("comes_back", [True, False])
-def test_a_topic_absent_when_the_burn_in_ends_keeps_its_id_if_it_comes_back(comes_back):
-    """A topic present during the burn-in but missing (within its death grace) at the refresh that
-    ends it was never announced: coming back, it keeps its id and is announced once its birth grace
-    is over; staying away, it goes without an event. Either way the events add up."""
-    from test_events_add_up import ledger_problems
-
-    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
-    config = ModelConfig(n_topics=4, burn_in=3, birth_grace=1, death_grace=2)
-    state = RefreshState(config)
-
-    def result(ranges, anchors):
-        k = len(ranges)
-        return SimpleNamespace(anchors=np.array(anchors), topic_word=_columns(*ranges, n_words=40),
-                               coefficients=np.ones((40, k)) / k, prevalence=np.ones(k) / k, alpha=np.ones(k),
-                               background=None, background_share=0.0, older_share=np.ones(k), newer_share=np.ones(k))
-
-    four = ([range(0, 10), range(10, 20), range(20, 25), range(25, 30)], [0, 10, 20, 25])
-    three = ([range(0, 10), range(10, 20), range(20, 25)], [0, 10, 20])
-    snapshots = [state.publish(result(*four), vocabulary, 100)]
-    going = snapshots[0].topic_ids[3]
-    snapshots.append(state.publish(result(*three), vocabulary, 200))  # the anchors hold: the burn-in ends
-    assert not snapshots[-1].forming and going not in snapshots[-1].topic_ids
-    for n in (300, 400, 500, 600):
-        snapshots.append(state.publish(result(*(four if comes_back else three)), vocabulary, n))
-    announced = [(e["type"], e["topic"]) for s in snapshots[2:] for e in s.events if e["type"] != "change"]
-    if comes_back:
-        assert snapshots[-1].topic_ids == snapshots[0].topic_ids  # its id, not a new one
-        assert announced == [("found", going)]  # its subject was there all along (older share 1)
-    else:
-        assert announced == [] and state.missing == {} and state.unannounced == {}
-    assert ledger_problems(snapshots, config.death_grace) == []

@@ -386,11 +386,7 @@ class RefreshState:
         ``burn_in`` refreshes after the first snapshot, fewer once ``SETTLED_ANCHORS`` of the
         anchors hold between two refreshes. The refresh that ends it announces the topics present
         then as births (one new in that very refresh starts its ``birth_grace`` instead); topics
-        that came and went meanwhile were never announced and make no event, and one absent then
-        (missing, within its death grace) that comes back keeps its id and starts its birth grace:
-        forgetting them gave a subject a new id for a one-refresh absence (the Gibbs-truth stream of
-        ``benchmarks.events``, K = 20: present through the burn-in, absent at its end, back a refresh
-        later as 27 instead of 10). With ``burn_in`` 0
+        that came and went meanwhile were never announced and make no event. With ``burn_in`` 0
         the first snapshot announces its topics. Significant-topic mode (``min_prevalence``)
         announces only the significant ones.
 
@@ -412,13 +408,7 @@ class RefreshState:
         fresh = set(present) - set(previous.topic_ids) if self.config.birth_grace > 0 else set()
         self.burn_in_left, self.unannounced = None, {t: 0 for t in fresh}
         self.first_older = {t: v for t, v in self.first_older.items() if t in fresh}
-        if self.config.birth_grace > 0:
-            # the missing ones were never announced: one that comes back keeps its id and is announced
-            # once its birth grace is over; one that stays away goes without an event
-            self.unannounced.update({t: 0 for t in self.missing})
-            self.significant -= set(self.missing)
-        else:
-            self.missing.clear()  # without a grace a return would be listed unannounced: it is a birth
+        self.missing.clear()  # never announced: a return is a birth
         return self._births(snapshot, top, [t for t in present if t not in fresh])
 
     def _new_subjects(self, births: list[int], older: dict[int, float | None] | None) -> tuple[list[int], list[int]]:
