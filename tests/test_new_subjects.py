@@ -71,6 +71,17 @@ def test_reservoir_stamps_follow_documents_through_merge_drop_and_state(kind):
     assert not before_stamps.stamped_batch()[1].any() and before_stamps.stamp == 0
 
 
+def _recovery(topic_word, anchors, prevalence=None, older_share=None):
+    """A refresh's result as :meth:`RefreshState.publish` reads it (40 words): equal shares and
+    subjects as old as new unless given."""
+    k = topic_word.shape[1]
+    return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
+                           prevalence=np.ones(k) / k if prevalence is None else np.array(prevalence),
+                           alpha=np.ones(k), background=None, background_share=0.0,
+                           older_share=np.ones(k) if older_share is None else np.array(older_share),
+                           newer_share=np.ones(k))
+
+
 def _columns(*word_ranges, n_words):
     out = np.zeros((n_words, len(word_ranges)))
     for k, words in enumerate(word_ranges):
@@ -115,10 +126,7 @@ def test_first_seen_share_survives_save_and_load():
     state = RefreshState(config)
 
     def result(topic_word, anchors, share):
-        k = topic_word.shape[1]
-        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
-                               prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0,
-                               older_share=np.array([1.0, 1.0, 1.0, share]))
+        return _recovery(topic_word, anchors, older_share=[1.0, 1.0, 1.0, share])
 
     old = [range(0, 10), range(10, 20), range(20, 25)]
     state.publish(result(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25], 1.0), vocabulary, 100)
@@ -142,34 +150,28 @@ def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
     vocabulary = Vocabulary([f"w{i}" for i in range(40)])
     state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
 
-    def result(topic_word, anchors):
-        k = topic_word.shape[1]
-        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
-                               prevalence=np.ones(k) / k, alpha=np.ones(k), background=None, background_share=0.0,
-                               older_share=np.ones(k), newer_share=np.ones(k))
-
     old = [range(0, 10), range(10, 20), range(20, 25), range(25, 30)]
-    first = state.publish(result(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    first = state.publish(_recovery(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
     going = first.topic_ids[3]
     # 80 documents in stamp order, each on one subject's words; the fourth subject's stop at the middle
     subjects = [k % 4 if goes_on or k < 40 or k % 4 != 3 else k % 3 for k in range(80)]
     words = [list(old[k])[:4] for k in subjects]
     pool = DocumentBatch.from_lists([np.array(w) for w in words], [np.ones(4) for _ in words], np.zeros(80, np.uint64))
     three = _columns(*old[:3], n_words=40)
-    gone = state.publish(result(three, [0, 10, 20]), vocabulary, 200, pool=(pool, np.arange(80)))
+    gone = state.publish(_recovery(three, [0, 10, 20]), vocabulary, 200, pool=(pool, np.arange(80)))
     assert [(e["type"], e["topic"]) for e in gone.events if e["type"] in ("death", "lost")] == [(kind, going)]
     assert STOPPED_SUBJECT == 0.5
     state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
-    state.publish(result(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
-    unknown = state.publish(result(three, [0, 10, 20]), vocabulary, 200)  # no pool
+    state.publish(_recovery(_columns(*old, n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    unknown = state.publish(_recovery(three, [0, 10, 20]), vocabulary, 200)  # no pool
     assert [e["type"] for e in unknown.events if e["type"] in ("death", "lost")] == ["death"]
 
 
 @pytest.mark.parametrize(("faded_share", "subject_in_pool", "kind"),
                          [(True, False, "death"), (True, True, "lost"), (False, False, "lost")])
 def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(faded_share, subject_in_pool, kind):
-    """A forgetting model's reservoir spans only its recent past: once a stopped subject is gone
-    from all of it, old and new, the newer-share test reads noise (about 1) and would call the topic
+    """A forgetting model pools only its recent past: once a stopped subject is gone from all of
+    the pooled documents, old and new, the newer-share test reads noise (about 1) and would call the topic
     lost. A topic that faded before it went (its last share below FADED_SHARE of its peak) and whose
     last column, added back, takes little of the newest documents (FADED_USE of that peak) is dead;
     one whose subject the documents still use, or that went at full strength, is lost. The peak
@@ -180,17 +182,11 @@ def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(f
     vocabulary = Vocabulary([f"w{i}" for i in range(40)])
     state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
 
-    def result(topic_word, anchors, prevalence):
-        k = topic_word.shape[1]
-        return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
-                               prevalence=np.array(prevalence), alpha=np.ones(k), background=None,
-                               background_share=0.0, older_share=np.ones(k), newer_share=np.ones(k))
-
     old = [range(0, 10), range(10, 20), range(20, 25), range(25, 30)]
     four = _columns(*old, n_words=40)
-    going = state.publish(result(four, [0, 10, 20, 25], [0.25] * 4), vocabulary, 100).topic_ids[3]
+    going = state.publish(_recovery(four, [0, 10, 20, 25], [0.25] * 4), vocabulary, 100).topic_ids[3]
     last = 0.25 * FADED_SHARE / 2 if faded_share else 0.25
-    state.publish(result(four, [0, 10, 20, 25], [0.25, 0.25, 0.25, last]), vocabulary, 150)
+    state.publish(_recovery(four, [0, 10, 20, 25], [0.25, 0.25, 0.25, last]), vocabulary, 150)
     arrays, meta = state.state_dict(vocabulary)  # the peak shares travel with the checkpoint
     state = RefreshState(state.config)
     state.load_state_dict(arrays, meta, vocabulary)
@@ -198,7 +194,7 @@ def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(f
     subjects = [k % 4 if subject_in_pool else k % 3 for k in range(80)]
     words = [list(old[k])[:4] for k in subjects]
     pool = DocumentBatch.from_lists([np.array(w) for w in words], [np.ones(4) for _ in words], np.zeros(80, np.uint64))
-    gone = state.publish(result(_columns(*old[:3], n_words=40), [0, 10, 20], [1 / 3] * 3), vocabulary, 200,
+    gone = state.publish(_recovery(_columns(*old[:3], n_words=40), [0, 10, 20], [1 / 3] * 3), vocabulary, 200,
                          pool=(pool, np.arange(80)))
     assert [(e["type"], e["topic"]) for e in gone.events if e["type"] in ("death", "lost")] == [(kind, going)]
     assert (FADED_SHARE, FADED_USE) == (0.5, 0.25)
