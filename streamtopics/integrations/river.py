@@ -183,7 +183,7 @@ class AnchorTopics(base.MiniBatchTransformer):
     ...     model.learn_one(rng.choice(sentences[subject]))
     >>> for name, words in model["AnchorTopics"].top_words(4).items():
     ...     print(name, [word for word, p in words])
-    topic_0 ['appeal', 'court', 'judge', 'ruled']
+    topic_0 ['court', 'appeal', 'judge', 'ruled']
     topic_1 ['team', 'match', 'final', 'minute']
 
     """

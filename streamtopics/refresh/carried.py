@@ -15,22 +15,35 @@ reservoir: Canini, Shi & Griffiths 2009). A carried refresh (:func:`refine_carri
 3. places the new documents' first shares from the carried topics, then sweeps every fitted
    document :data:`OLD_SWEEPS` times and the new ones :data:`NEW_SWEEPS` times in all.
 
-The anchors stay the seed. Until the reservoir is full nothing is carried: every refresh refines
-from the anchor seed exactly as with ``refine_carry=False`` (:func:`~streamtopics.refresh.steps.refine`),
-since most of the reservoir's documents are new then and the seed improves fastest, and a stream
-shorter than the reservoir refreshes, costs and checkpoints as without carrying. The first refresh
-of a full reservoir is a *restart* whose shares are carried on; as :func:`challenge_due` says, a
-restart then challenges the carried candidate whenever the documents seen have grown
-:data:`CHALLENGE_GROWTH`-fold since the last restart (and replaces it when too few carried
-documents remain, :data:`MIN_KEPT`). The one whose fitted documents' training log-likelihood is
-higher (:meth:`~streamtopics.refresh.collapsed.CollapsedShares.log_likelihood`; the restart needs
-:data:`MARGIN` more) is published and carried on. That criterion ordered the
+The anchors stay the seed. While the burn-in lasts (docs/design.md, "Topic identity") nothing is
+carried: every refresh refines from the anchor seed exactly as with ``refine_carry=False``
+(:func:`~streamtopics.refresh.steps.refine`), since the young stream's topics still form and the
+seed improves fastest. From the refresh after the burn-in's end the shares are carried, so topics
+keep their ids while the reservoir fills (an archive replay never fills it): restarting at every
+refresh re-split them (Israel with the Middle East or apart, cars with bikes), and the events
+benchmark's shuffled 20 Newsgroups kept 87.5 % of its announced ids against 100 % carried; its
+20,000-document Gibbs-truth streams refreshed every 2,000 ended at L1 0.226 against 0.351 (20
+Newsgroups K = 20), 0.205 against 0.220 (K = 50, alpha 0.03), Reuters K = 50 level (BENCHMARKS.md,
+"Topic identity"). A forgetting model (``half_life``) waits for a full reservoir as before: until
+then its reservoir forgets nothing while its seed does, and carried shares held a newborn subject
+back (tests/test_drift.py's full vocabulary: it was called found). The first refresh of a full
+reservoir restarts whatever was carried (``CarriedRefinement.filling``): a state carried from a
+young stream's seed did not give way to a later, better seed under the challenge below (20
+Newsgroups K = 50: L1 0.270 against 0.235 at 100,000 documents; its restart at 45,000 went 0.387
+-> 0.271 and lost), so from that refresh on a stream refines as when carrying waited for a full
+reservoir. As :func:`challenge_due` says, a restart challenges the carried candidate whenever the
+documents seen have grown :data:`CHALLENGE_GROWTH`-fold since the last restart (and replaces it
+when too few carried documents remain, :data:`MIN_KEPT`). The one whose fitted documents' training
+log-likelihood is higher (:meth:`~streamtopics.refresh.collapsed.CollapsedShares.log_likelihood`;
+the restart needs :data:`MARGIN` more) is published and carried on. That criterion ordered the
 two as their distance to the truth did in 86 % of 94 pairs on seven Gibbs-truth streams; the
 held-out completion score of the refinement's early stop did not (BENCHMARKS.md, "Carried
-refinement"). Carrying while the reservoir filled too, with a challenge at every refresh, cost
-both a restart and a carried candidate per refresh (the README's Reuters replay, never full:
-33.8 s of refreshes against 27.0 s) and ended farther from the truth at 100,000 documents on
-three of the seven streams (20 Newsgroups K = 40: L1 0.243 against 0.189), level on the others.
+refinement"), and the likelihood of only the documents new to the carried state favoured the
+restart at every challenge (by 0.02-0.05 nats a token; 20 Newsgroups K = 50 at 100,000: 0.302).
+Carrying while the reservoir filled with a challenge at every refresh cost both a restart and a
+carried candidate per refresh (the README's Reuters replay: 33.8 s of refreshes against 27.0 s)
+and ended farther from the truth at 100,000 documents on three of the seven streams (20
+Newsgroups K = 40: L1 0.243 against 0.189), level on the others.
 
 The background column keeps the recovery's distribution through the sweeps (in a challenging
 restart's too: :meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`). CVB0 treats it
@@ -48,8 +61,9 @@ each, 20 Newsgroups 0.860 against 0.857, Debian (alpha 0.03) 0.462 against 0.453
 (Debian descriptions, 57,092 training documents refreshed every 2,500) held-out NPMI 0.140
 against 0.138 at K = 50 and 0.118 against 0.127 at K = 100.
 
-The held-out documents are chosen by key hash (every :data:`HOLDOUT_EVERY`-th value), not by
-position, so a document stays fitted or held out while it stays in the reservoir. The state is
+The held-out documents are chosen by key hash (every :data:`HOLDOUT_EVERY`-th value, the copies of
+a repeated document counted on from it: :func:`held_out_mask`), not by position, so a document
+stays fitted or held out while it stays in the reservoir. The state is
 part of the checkpoint (:meth:`CarriedRefinement.state_dict`); the documents' topic counts and the
 topic-word counts are summed afresh from the shares at every refresh, so a resumed run refines
 exactly as the uninterrupted one. It travels with the :class:`~streamtopics.refresh.lineage.Lineage`:
@@ -94,6 +108,7 @@ class CarriedRefinement:
         self.weights: np.ndarray | None = None
         self.alpha_scale = 1.0
         self.restarted_at = 0  # documents seen at the last restart
+        self.filling = False  # kept while the reservoir filled: the first refresh of a full one restarts
 
     def holds(self, n_columns: int) -> bool:
         """Whether there are shares over ``n_columns`` topics (and background) to carry on."""
@@ -111,7 +126,7 @@ class CarriedRefinement:
             return {}, None
         arrays = {"keys": self.keys, "fingerprints": self.fingerprints, "indptr": self.indptr,
                   "topic_ids": self.topic_ids, "weights": self.weights}
-        return arrays, {"alpha_scale": self.alpha_scale, "restarted_at": self.restarted_at}
+        return arrays, {"alpha_scale": self.alpha_scale, "restarted_at": self.restarted_at, "filling": self.filling}
 
     def load_state_dict(self, arrays: dict, meta: dict | None) -> None:
         """Take up what :meth:`state_dict` wrote (None: stay empty)."""
@@ -120,20 +135,23 @@ class CarriedRefinement:
         self.keys, self.fingerprints, self.indptr = arrays["keys"], arrays["fingerprints"], arrays["indptr"]
         self.topic_ids, self.weights = arrays["topic_ids"], arrays["weights"]
         self.alpha_scale, self.restarted_at = float(meta["alpha_scale"]), int(meta["restarted_at"])
+        self.filling = bool(meta.get("filling", False))  # files before it carried only full reservoirs
 
 
 def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinement, n_topics: int,
-                   background_words: np.ndarray | None, n_docs: int, config) -> tuple:
+                   background_words: np.ndarray | None, n_docs: int, config, full: bool = True) -> tuple:
     """The refinement step with ``carried`` state (see the module docstring): the recovery
     refined over the ``reservoir`` and the :class:`~streamtopics.refresh.refinement.Refinement`
-    run, ``carried`` moved on. ``n_docs``: the documents seen, for the challenge schedule."""
+    run, ``carried`` moved on. ``n_docs``: the documents seen, for the challenge schedule;
+    ``full``: whether the reservoir is full (the first refresh of a full one restarts)."""
     seed = recovery_columns(recovery)
     smoothing = config.refine_smoothing
     held = held_out_mask(reservoir.keys)
     fit = np.flatnonzero(~held)
     fingerprints = document_fingerprints(reservoir)[fit]
-    candidate = (_carry(seed, reservoir, fit, fingerprints, carried, n_topics, smoothing)
-                 if carried.holds(seed.shape[1]) else None)
+    carry_on = carried.holds(seed.shape[1]) and not (full and carried.filling)
+    carried.filling = not full
+    candidate = _carry(seed, reservoir, fit, fingerprints, carried, n_topics, smoothing) if carry_on else None
     restart = None
     if candidate is None or challenge_due(carried, n_docs):
         restart = refine_topics(seed, reservoir, config.refine_iterations, smoothing=smoothing,
@@ -220,15 +238,22 @@ def _match(previous_keys, previous_prints, keys, prints) -> tuple[np.ndarray, np
 
 def _identities(keys: np.ndarray, prints: np.ndarray) -> np.ndarray:
     """``(key, fingerprint, occurrence)`` of each document as one opaque 24-byte value."""
-    order = np.lexsort((prints, keys))  # stable: equal documents stay in order
-    sorted_keys, sorted_prints = keys[order], prints[order]
-    starts = np.ones(order.size, bool)
-    starts[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_prints[1:] != sorted_prints[:-1])
+    columns = np.column_stack([keys, prints, _occurrences(keys, prints)]).astype(np.uint64)
+    return np.ascontiguousarray(columns).view(np.dtype((np.void, 24))).ravel()
+
+
+def _occurrences(*columns: np.ndarray) -> np.ndarray:
+    """How many documents before each (in batch order) equal it in every one of ``columns``."""
+    order = np.lexsort(columns[::-1])  # stable: equal documents stay in order
+    starts = np.zeros(order.size, bool)
+    starts[:1] = True
+    for column in columns:
+        ordered = column[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
     first = np.maximum.accumulate(np.where(starts, np.arange(order.size), 0))
     occurrence = np.empty(order.size, np.uint64)
     occurrence[order] = np.arange(order.size) - first
-    columns = np.ascontiguousarray(np.column_stack([keys, prints, occurrence]).astype(np.uint64))
-    return columns.view(np.dtype((np.void, 24))).ravel()
+    return occurrence
 
 
 @njit(cache=True, nogil=True)
@@ -248,10 +273,12 @@ def _carried_entries(indptr, documents, topic_ids, weights, size):
 
 
 def held_out_mask(keys: np.ndarray) -> np.ndarray:
-    """The documents the refinement holds out: those whose key hash is a multiple of
-    :data:`HOLDOUT_EVERY` (uniform hashes: a tenth), or every tenth by position when the keys
-    would hold out none or all (a batch without key hashes)."""
-    held = keys % np.uint64(HOLDOUT_EVERY) == 0
+    """The documents the refinement holds out: those whose key hash plus the number of equal keys
+    before them is a multiple of :data:`HOLDOUT_EVERY` (uniform hashes: a tenth of the documents,
+    and a tenth of the copies of a repeated one: by key alone a stream of eight sentences, each
+    repeated, held one of them out whole and the refinement never saw it), or every tenth by
+    position when the keys would hold out none or all."""
+    held = (keys + _occurrences(keys)) % np.uint64(HOLDOUT_EVERY) == 0
     if held.all() or not held.any():
         held = np.zeros(keys.size, bool)
         held[::HOLDOUT_EVERY] = True

@@ -201,6 +201,11 @@ class RefreshState:
         return run_refresh(self, view, tracker, vocabulary, n_docs, position, reservoir, stream_time, replaced_slots,
                            excerpts, stamps)
 
+    @property
+    def settled(self) -> bool:
+        """Whether the burn-in is over: a snapshot published and no burn-in refresh left."""
+        return self.snapshot is not None and self.burn_in_left is None
+
     def publish(self, result, vocabulary: Vocabulary, n_docs: int, position=None, stream_time=None,
                 replaced_slots: set[int] | None = None, pool: tuple | None = None) -> TopicSnapshot:
         """The snapshot of a :class:`~streamtopics.refresh.recovery.Recovery`: topic ids aligned with the

@@ -121,9 +121,10 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
            n_docs: int) -> tuple[Recovery, Refinement | None]:
     """The refinement step: the recovered topics refined over the ``reservoir`` documents, which
     fit the likelihood of recent text better than the moments alone; without a reservoir the
-    recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU) and the reservoir full, the
-    refinement continues the state's carried one (:func:`~streamtopics.refresh.carried.refine_carried`),
-    otherwise it starts from the anchor seed (:func:`~streamtopics.refresh.refinement.refine_recovery`).
+    recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU), once the burn-in is over or
+    the reservoir full, the refinement continues the state's carried one
+    (:func:`~streamtopics.refresh.carried.refine_carried`), otherwise it starts from the anchor seed
+    (:func:`~streamtopics.refresh.refinement.refine_recovery`).
     Where the anchors explain the frequent words' rows to within their sampling noise (separable
     sums, :mod:`~streamtopics.refresh.separability`) the recovery is published unrefined: the
     refinement would move it away from the truth."""
@@ -134,10 +135,11 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
     if result.fit_to_noise is not None and result.fit_to_noise < SEPARABLE_FIT:
         return result, Refinement(recovery_columns(result), None,
                                   source="none: the anchors fit the sums to their noise")
-    if (config.refine_carry and config.refine_sweeps > 0 and len(reservoir) >= config.resolved_reservoir_size()
-            and device == "cpu"):
+    full = len(reservoir) >= config.resolved_reservoir_size()
+    early = state.settled and config.half_life is None  # a forgetting model follows its seed until full
+    if config.refine_carry and config.refine_sweeps > 0 and (full or early) and device == "cpu":
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
-                              config)
+                              config, full)
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
                            config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
