@@ -101,8 +101,9 @@ class ModelConfig:
     refine_smoothing: float = _setting(0.01, "Pseudo-count per word and topic in the refinement's M-step.")
     refine_sweeps: int = _setting(5, "CVB0 sweeps after KL-tEM in each refinement (0: KL-tEM alone).")
     refine_carry: bool = _setting(
-        True, "Once the reservoir is full, keep the refinement's CVB0 state from one refresh to the next; a restart from the "
-        "anchor seed challenges it whenever the documents seen grew by a quarter (CPU refinement, refine_sweeps > 0).")
+        True, "Once the burn-in is over (with half_life: once the reservoir is full), keep the refinement's CVB0 state from "
+        "one refresh to the next; the first full reservoir restarts from the anchor seed, and a restart challenges it "
+        "whenever the documents seen grew by a quarter (CPU refinement, refine_sweeps > 0).")
     refine_device: str = _setting(
         "cpu", f"Where the refinement runs: one of {REFINE_DEVICES} ('auto': a CUDA device where numba finds one).")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
