@@ -10,6 +10,7 @@ end with no overlap -- each document counted by exactly one worker.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -69,7 +70,10 @@ def write_config(broker, topic, tmp_path, vocabulary_file, **settings) -> Path:
                   n_topics=N_TOPICS, vocabulary=str(vocabulary_file), poll_records=50,
                   checkpoint_every_messages=60, checkpoint_every_wall_seconds=1.0, flush_timeout_s=20.0,
                   log_every_seconds=0, snapshot_topic=topic + "-snapshots", doc_topics_topic=topic + "-doc-topics",
-                  consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000})
+                  consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000},
+                  # the snapshots are compared with one cold refresh (assert_snapshot_matches): a refinement
+                  # carried from round to round depends on how many rounds ran, which timing decides
+                  model_options={"refine_carry": False})
     values.update(settings)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(ConsumerConfig(**values).to_dict(redact=False)))
@@ -101,8 +105,10 @@ def assert_snapshot_matches(snapshot, reference):
     anchors (selection depends on the sums only) and each topic close to its counterpart. Not
     equal: the refresher's recovery is warm-started from the rounds before its last, how many
     depends on timing, and the refinement's early stop turns that small difference into up to
-    ~0.007 in a cell (a loaded CI machine, 2026-11-28); distinct topics are ~1.9 apart in L1."""
-    expected = reference.refresh()
+    ~0.007 in a cell (a loaded CI machine, 2026-11-28); distinct topics are ~1.9 apart in L1. The
+    refresher does not carry its refinement (``write_config``): carried from the burn-in's end, the
+    topics of rounds that timing decides put a topic 0.9-1.1 from the cold refresh's."""
+    expected = copy.deepcopy(reference).refresh()  # the session's model is shared: its own refreshes would carry
     assert snapshot.documents_seen == expected.documents_seen == N_DOCS
     assert snapshot.anchors == expected.anchors
     l1 = np.abs(snapshot.topic_word - expected.topic_word).sum(axis=0)
