@@ -24,28 +24,29 @@ refresh re-split them (Israel with the Middle East or apart, cars with bikes), a
 benchmark's shuffled 20 Newsgroups kept 87.5 % of its announced ids against 100 % carried
 (BENCHMARKS.md, "Topic identity"), and 20,000-document Gibbs-truth streams refreshed every 2,000
 (``python -m benchmarks.carried_refinement --documents 20000 --every 2000``, 2026-12-07) ended at
-L1 0.226 against 0.351 (20 Newsgroups K = 20), 0.205 against 0.220 (K = 50, alpha 0.03), Reuters
-K = 50 level (0.342). The price: a new subject forms more slowly in carried shares (the events
-benchmark's planted start was announced 2 refreshes after it began but 0.83 from its truth topic). A forgetting model (``half_life``) waits for a full reservoir as before: until
-then its reservoir forgets nothing while its seed does, and carried shares held a newborn subject
-back (tests/test_drift.py's full vocabulary: it was called found). The first refresh of a full
-reservoir restarts whatever was carried (``CarriedRefinement.filling``): a state carried from a
-young stream's seed did not give way to a later, better seed under the challenge below (20
-Newsgroups K = 50: L1 0.270 against 0.235 at 100,000 documents; its restart at 45,000 went 0.387
--> 0.271 and lost), so from that refresh on a stream refines as when carrying waited for a full
-reservoir. As :func:`challenge_due` says, a restart challenges the carried candidate whenever the
-documents seen have grown :data:`CHALLENGE_GROWTH`-fold since the last restart (and replaces it
-when too few carried documents remain, :data:`MIN_KEPT`). The one whose fitted documents' training
+L1 0.226 against 0.351 (20 Newsgroups K = 20), 0.205 against 0.220 (K = 50, alpha 0.03), Reuters K
+= 50 level (0.342). The price: a new subject forms more slowly in carried shares (the events
+benchmark's planted start was announced 2 refreshes after it began but 0.83 from its truth topic).
+A forgetting model (``half_life``) waits for a full reservoir as before: until then its reservoir
+forgets nothing while its seed does, and carried shares held a newborn subject back
+(tests/test_drift.py's full vocabulary: it was called found). The first refresh of a full reservoir
+restarts whatever was carried (``CarriedRefinement.filling``): a state carried from a young
+stream's seed did not give way to a later, better seed under the challenge below (20 Newsgroups K =
+50: L1 0.270 against 0.235 at 100,000 documents; its restart at 45,000 went 0.387 -> 0.271 and
+lost), so from that refresh on a stream refines as when carrying waited for a full reservoir. As
+:func:`challenge_due` says, a restart challenges the carried candidate whenever the documents seen
+have grown :data:`CHALLENGE_GROWTH`-fold since the last restart (and replaces it when too few
+carried documents remain, :data:`MIN_KEPT`). The one whose fitted documents' training
 log-likelihood is higher (:meth:`~streamtopics.refresh.collapsed.CollapsedShares.log_likelihood`;
-the restart needs :data:`MARGIN` more) is published and carried on. That criterion ordered the
-two as their distance to the truth did in 86 % of 94 pairs on seven Gibbs-truth streams; the
-held-out completion score of the refinement's early stop did not (BENCHMARKS.md, "Carried
-refinement"), and the likelihood of only the documents new to the carried state favoured the
-restart at every challenge (by 0.02-0.05 nats a token; 20 Newsgroups K = 50 at 100,000: 0.302).
-Carrying while the reservoir filled with a challenge at every refresh cost both a restart and a
-carried candidate per refresh (the README's Reuters replay: 33.8 s of refreshes against 27.0 s)
-and ended farther from the truth at 100,000 documents on three of the seven streams (20
-Newsgroups K = 40: L1 0.243 against 0.189), level on the others.
+the restart needs :data:`MARGIN` more) is published and carried on. That criterion ordered the two
+as their distance to the truth did in 86 % of 94 pairs on seven Gibbs-truth streams; the held-out
+completion score of the refinement's early stop did not (BENCHMARKS.md, "Carried refinement"), and
+the likelihood of only the documents new to the carried state favoured the restart at every
+challenge (by 0.02-0.05 nats a token; 20 Newsgroups K = 50 at 100,000: 0.302). Carrying while the
+reservoir filled with a challenge at every refresh cost both a restart and a carried candidate per
+refresh (the README's Reuters replay: 33.8 s of refreshes against 27.0 s) and ended farther from
+the truth at 100,000 documents on three of the seven streams (20 Newsgroups K = 40: L1 0.243
+against 0.189), level on the others.
 
 The background column keeps the recovery's distribution through the sweeps (in a challenging
 restart's too: :meth:`~streamtopics.refresh.collapsed.CollapsedShares.hold`). CVB0 treats it
@@ -141,7 +142,7 @@ class CarriedRefinement:
 
 
 def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinement, n_topics: int,
-                   background_words: np.ndarray | None, n_docs: int, config, full: bool = True) -> tuple:
+                   background_words: np.ndarray | None, n_docs: int, config, full: bool) -> tuple:
     """The refinement step with ``carried`` state (see the module docstring): the recovery
     refined over the ``reservoir`` and the :class:`~streamtopics.refresh.refinement.Refinement`
     run, ``carried`` moved on. ``n_docs``: the documents seen, for the challenge schedule;
