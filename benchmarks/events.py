@@ -38,6 +38,15 @@ whole stream, so a topic that stops stays in them: deaths need forgetting, and t
 reservoir of recent documents must forget it too (about three half-lives: ``--variants
 fr=half_life=10000,reservoir_size=14427``; the "auto" 50,000 still hold the stops at the end).
 
+A **drifting** stream, ``drifting-<corpus>``, is the Gibbs-truth stream whose last topic drifts
+over the middle third (in :data:`DRIFT_STEPS` steps): its :data:`DRIFT_WORDS` most probable words
+trade probabilities with the words it ranks :data:`DRIFT_FROM` onwards (20 Newsgroups K = 20: the
+guns topic moves 0.54 in L1 towards "drug", "deadly", "bills", still nearer its start than any
+other topic). A subject that drifts keeps its id: at every refresh after the burn-in the topic
+nearest the drifting topic's truth at that point of the stream (by L1) should hold the same id,
+with changes but no birth or death. Its report: the ids that followed it, the events on them, and
+how far the followed topic ended from the truth at the start and at the end of the drift.
+
     python -m benchmarks.events
     python -m benchmarks.events --streams planted-20newsgroups --variants default fr=half_life=10000,reservoir_size=14427
     python -m benchmarks.events --streams staged-20newsgroups --archive-every 1000
@@ -51,6 +60,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from benchmarks.common import machine
 from benchmarks.quality import truths
@@ -65,9 +75,10 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARCHIVES = {"20newsgroups": "20newsgroups-bydate/20news-bydate.jsonl.gz",
             "reuters": "reuters21578/reuters21578.jsonl.gz"}
 STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "planted-20newsgroups",
-           "staged-20newsgroups")
+           "staged-20newsgroups", "drifting-20newsgroups")
 STAGED_FIRST, STAGED_STEP = 0.40, 0.05  # where on the time line the first staged newsgroup starts, and the next ones
 MATCH_POSTS = 50  # posts of each newsgroup whose inferred mixtures match a born topic to a newsgroup
+DRIFT_WORDS, DRIFT_FROM, DRIFT_STEPS = 60, 300, 10  # the drifting topic's words that trade places, and how
 
 
 def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1):
@@ -86,6 +97,58 @@ def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1
     lengths = rng.choice(truth.lengths[truth.lengths >= 2], size=n_docs, replace=True)
     counts = sample_documents(truth.topic_word, mixtures, lengths, seed=rng)
     return counts, {"start": (start_at, starting), "stop": (stop_at, stopping)}
+
+
+def drifting_stream(truth, n_docs: int, alpha: float, seed: int = 1):
+    """The counts of a Gibbs-truth stream whose last topic drifts over the middle third (see the
+    module docstring), and the drift: where it starts and ends, the topic, and its truth after."""
+    k = truth.topic_word.shape[1] - 1
+    start, end = n_docs // 3, 2 * n_docs // 3
+    ranked = np.argsort(-truth.topic_word[:, k], kind="stable")
+    head, tail = ranked[:DRIFT_WORDS], ranked[DRIFT_FROM:DRIFT_FROM + DRIFT_WORDS]
+    drifted = truth.topic_word[:, k].copy()
+    drifted[head], drifted[tail] = truth.topic_word[tail, k], truth.topic_word[head, k]
+    rng = np.random.default_rng(seed)
+    mixtures = rng.dirichlet(np.full(k + 1, alpha), n_docs)
+    lengths = rng.choice(truth.lengths[truth.lengths >= 2], size=n_docs, replace=True)
+    edges = np.unique(np.concatenate([[0], np.linspace(start, end, DRIFT_STEPS + 1).astype(int), [n_docs]]))
+    parts = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        topics = truth.topic_word.copy()
+        topics[:, k] = _drifted_at(truth.topic_word[:, k], drifted, (lo + hi) / 2, start, end)
+        parts.append(sample_documents(topics, mixtures[lo:hi], lengths[lo:hi], seed=rng))
+    return sp.vstack(parts).tocsr(), {"start": start, "end": end, "topic": k, "drifted": drifted}
+
+
+def _drifted_at(before: np.ndarray, after: np.ndarray, position: float, start: int, end: int) -> np.ndarray:
+    """The drifting topic at a point of the stream: ``before`` until ``start``, ``after`` from
+    ``end``, moving linearly between."""
+    weight = min(max((position - start) / (end - start), 0.0), 1.0)
+    return (1 - weight) * before + weight * after
+
+
+def drift_report(snapshots: list, truth_topics: np.ndarray, story: dict, every: int) -> dict:
+    """Which ids followed the drifting topic after the burn-in (the topic nearest its truth at
+    each refresh's last document), the events on them, and how far the last one ended from the
+    topic's truth before and after the drift."""
+    settled = next((i for i, s in enumerate(snapshots) if not s.forming), len(snapshots))
+    before, after = truth_topics[:, story["topic"]], story["drifted"]
+    ids, events = [], {}
+    for r, snapshot in enumerate(snapshots):
+        if r < settled:
+            continue
+        truth = _drifted_at(before, after, (r + 1) * every, story["start"], story["end"])
+        column = int(np.argmin(l1_distances(truth[:, None], snapshot.topic_word)[0]))
+        ids.append(snapshot.topic_ids[column])
+        if r > settled:
+            for event in snapshot.events:
+                if event["topic"] in set(ids):
+                    events[event["type"]] = events.get(event["type"], 0) + 1
+    last = snapshots[-1].topic_word[:, snapshots[-1].column(ids[-1])][:, None] if ids else None
+    return {"ids": sorted(set(ids), key=ids.index), "kept": len(set(ids)) == 1, "events": events,
+            "from_start": None if last is None else round(float(l1_distances(before[:, None], last)[0, 0]), 3),
+            "from_end": None if last is None else round(float(l1_distances(after[:, None], last)[0, 0]), 3),
+            "drift": round(float(np.abs(after - before).sum()), 3)}
 
 
 def archive_records(corpus: str, data: Path) -> tuple[list[str], list[str | None]]:
@@ -266,11 +329,15 @@ def run_stream(name: str, settings: dict, args) -> dict:
     model = StreamingTopicModel(args.topics, vocabulary=list(truth.vocabulary), seed=0, **settings)
     if kind == "gibbs":
         counts, story = draw(truth, args.docs, args.alpha, seed=args.seed), None
+    elif kind == "drifting":
+        counts, story = drifting_stream(truth, args.docs, args.alpha, args.seed)
     else:
         counts, story = planted_stream(truth, args.docs, args.alpha, args.planted, args.seed)
     snapshots = follow(model, (counts[s:s + args.every] for s in range(0, args.docs, args.every)))
     result = {"documents": args.docs, **churn(snapshots)}
-    if story is not None:
+    if kind == "drifting":
+        result["drifting"] = drift_report(snapshots, truth.topic_word, story, args.every)
+    elif story is not None:
         result["planted"] = found(snapshots, truth.topic_word, story, args.every, args.window)
     return result
 
