@@ -57,8 +57,9 @@ def test_the_ratio_is_each_words_residual_over_its_noise_weighted_by_mass():
     tokens = dense.sum(axis=0)[words]
     noise = (1 - (qbar[words] ** 2).sum(axis=1)) / (tokens * (tokens / mass[words] - 1))
     expected = np.average(residual / noise, weights=mass[words])
-    assert np.isclose(recovery.fit_to_noise, expected, rtol=1e-6)
-    assert np.isclose(fit_to_noise(stats, words, c, qbar[words] @ rows.T, rows), expected, rtol=1e-6)
+    # residuals are small differences of rounded sums: 2e-6 apart on an AMD EPYC VM's BLAS
+    assert np.isclose(recovery.fit_to_noise, expected, rtol=1e-4)
+    assert np.isclose(fit_to_noise(stats, words, c, qbar[words] @ rows.T, rows), expected, rtol=1e-4)
 
 
 def test_a_separable_stream_is_published_as_recovered(monkeypatch):
