@@ -83,7 +83,7 @@ STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "p
            "staged-20newsgroups", "drifting-20newsgroups")
 STAGED_FIRST, STAGED_STEP = 0.40, 0.05  # where on the time line the first staged newsgroup starts, and the next ones
 MATCH_POSTS = 50  # posts of each newsgroup whose inferred mixtures match a born topic to a newsgroup
-DRIFT_WORDS, DRIFT_FROM, DRIFT_STEPS = 60, 300, 10  # the drifting topic's words that trade places, and how
+DRIFT_WORDS, DRIFT_FROM, DRIFT_STEPS = 60, 300, 10  # head words that trade places, the rank of their partners, steps
 
 
 def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1):
