@@ -66,6 +66,9 @@ class ModelConfig:
     anchor_method: str = _setting("fastanchors", f"How anchors are selected: one of {ANCHOR_METHODS}.")
     anchor_stickiness: float | None = _setting(
         None, "A previous anchor is replaced only by a word this much farther out (None: anchors chosen afresh).")
+    emerging_anchors: bool = _setting(
+        True, "After the burn-in, exact sums: an anchor for each subject whose words' rate jumped since the last "
+        "refresh that the anchors miss; such a refresh refines from the anchor seed again.")
     anchor_rectification: int = _setting(
         5, "Alternating-projection steps rectifying the candidates' co-occurrences before anchor search (0: none).")
     n_projections: int | None = _setting(None, "Random directions of the tracker (None: from n_topics).")

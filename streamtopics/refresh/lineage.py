@@ -20,6 +20,7 @@ import numpy as np
 from .alignment import MissingTopic, align_topics
 from .candidate_depth import CandidateDepth
 from .carried import CarriedRefinement
+from .emerging import EmergingAnchors
 from .describe import gone_topic_lately
 from .rectification import RectificationSchedule
 from ..config import ModelConfig
@@ -68,7 +69,8 @@ class Lineage:
     """The latest snapshot, its warm-start coefficients (V x K, plus the background's column), the
     id the next new topic gets, the carried refinement (None: the next refines from the seed), the
     anchor candidates' depth (None: chosen afresh) and whether to rectify (None: rectify): enough for
-    a refresh elsewhere to continue the ids, the refinement and the anchor search."""
+    a refresh elsewhere to continue the ids, the refinement and the anchor search (and the anchors
+    it placed for emerging subjects)."""
 
     snapshot: TopicSnapshot | None
     coefficients: np.ndarray | None
@@ -76,6 +78,7 @@ class Lineage:
     carried: CarriedRefinement | None = None
     candidate_depth: CandidateDepth | None = None
     rectification: RectificationSchedule | None = None
+    emerging: EmergingAnchors | None = None
 
 
 class RefreshState:
@@ -97,11 +100,12 @@ class RefreshState:
         self.carried = CarriedRefinement()  # the refinement's state (refresh/carried.py)
         self.candidate_depth = CandidateDepth()  # how deep the anchor search looks (refresh/candidate_depth.py)
         self.rectification = RectificationSchedule()  # whether it rectifies (refresh/rectification.py)
+        self.emerging = EmergingAnchors()  # anchors placed for emerging subjects (refresh/emerging.py)
 
     def export(self) -> Lineage:
         """The part of the state another refresher continues from."""
         return Lineage(self.snapshot, self.coefficients, self.next_topic_id, self.carried, self.candidate_depth,
-                       self.rectification)
+                       self.rectification, self.emerging)
 
     def adopt(self, lineage: Lineage) -> None:
         """Continue from ``lineage``: the next refresh warm-starts from its coefficients,
@@ -113,6 +117,7 @@ class RefreshState:
         self.candidate_depth = lineage.candidate_depth if lineage.candidate_depth is not None else CandidateDepth()
         self.rectification = (lineage.rectification if lineage.rectification is not None
                               else RectificationSchedule())
+        self.emerging = lineage.emerging if lineage.emerging is not None else EmergingAnchors()
 
     def forget_word(self, slot: int) -> None:
         """A vocabulary slot now holds another word: its warm start becomes uniform and the
@@ -125,7 +130,7 @@ class RefreshState:
 
     def state_dict(self, vocabulary: Vocabulary | None) -> tuple[dict, dict]:
         """``(arrays, meta)``: the snapshot, the warm start, the ids, the events' memory, the carried refinement,
-        the anchor candidates' depth and the rectification's schedule.
+        the anchor candidates' depth, the rectification's schedule and the anchors placed for emerging subjects.
         The snapshot's own words are kept only when they are no longer a prefix of
         ``vocabulary`` (an open vocabulary gave a slot to another word since)."""
         arrays, snapshot = {}, self.snapshot
@@ -156,6 +161,7 @@ class RefreshState:
             "carried": carried_meta,
             "candidate_depth": self.candidate_depth.state(),
             "rectification": self.rectification.state(),
+            "emerging_anchors": self.emerging.state(),
         }
         return arrays, meta
 
@@ -180,6 +186,8 @@ class RefreshState:
         self.candidate_depth.load_state(meta.get("candidate_depth"))
         self.rectification = RectificationSchedule()
         self.rectification.load_state(meta.get("rectification"))
+        self.emerging = EmergingAnchors()
+        self.emerging.load_state(meta.get("emerging_anchors"))
         if meta["snapshot"] is not None:
             topic_word = arrays["snapshot.topic_word"]
             words = meta.get("snapshot_vocabulary") or vocabulary.words[:topic_word.shape[0]]

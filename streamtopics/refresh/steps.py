@@ -100,6 +100,17 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
     return anchors
 
 
+def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, reservoir, stamps) -> np.ndarray:
+    """The emerging subjects' step: with ``emerging_anchors``, after the burn-in and over exact sums,
+    an anchor for each subject whose words' rate jumped since the last refresh that ``anchors``
+    miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed)."""
+    emerging = state.emerging
+    if not (config.emerging_anchors and state.settled and config.half_life is None and reservoir is not None):
+        emerging.placed, emerging.words = [], []
+        return anchors
+    return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, state.snapshot.topic_word)
+
+
 def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
     """The recovery step: every word as a mixture of the anchors, and the topics from it
     (:func:`~streamtopics.refresh.recovery.recover_topics`); with ``warm_start`` from the previous
@@ -139,7 +150,7 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
     early = state.settled and config.half_life is None  # a forgetting model follows its seed until full
     if config.refine_carry and config.refine_sweeps > 0 and (full or early) and device == "cpu":
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
-                              config, full)
+                              config, full, new_subjects=bool(state.emerging.placed))
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
                            config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
@@ -196,6 +207,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     t0 = time.perf_counter()
     limits = read_statistics(view, config)
     anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots, n_docs)
+    anchors = emerging_subjects(anchors, view, config, state, vocabulary, reservoir, stamps)
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
     t_refine = time.perf_counter()
@@ -216,6 +228,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
         "total_s": time.perf_counter() - t0,
         "warm": warm, "iterations_mean": float(result.iterations.mean()),
         "iterations_max": int(result.iterations.max()), "refine_s": t_refine,
+        "emerging_anchors": list(state.emerging.placed),
     }
     if refinement is not None:
         timings.update(refinement_heldout=refinement.heldout, refinement_best_iteration=refinement.best_iteration,
