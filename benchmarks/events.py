@@ -48,7 +48,7 @@ with changes but no birth or death. Its report: the ids that followed it, the ev
 how far the followed topic ended from the truth at the start and at the end of the drift.
 
 One draw of a stream says little about its planted changes (over ``--seed 1 2 3 4 5`` the planted
-starts found within 2 refreshes went 0, 1, 2, 2, 0 of 2): with several seeds each draw is reported
+starts found within 2 refreshes went 1, 2, 2, 2, 2 of 2): with several seeds each draw is reported
 and then a ``summed`` line adds their changes, the events and those that found one.
 
     python -m benchmarks.events

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel
 from streamtopics.refresh.alignment import l1_distances
-from streamtopics.refresh.emerging import EmergingAnchors, document_frequencies, recent_documents, word_rise
+from streamtopics.refresh.emerging import (EmergingAnchors, document_frequencies, lift_column, recent_documents,
+                                          word_rise)
 from streamtopics.synthetic import sample_documents, separable_topics
 from streamtopics.text.documents import DocumentBatch
 
@@ -35,6 +36,24 @@ def test_word_rise_against_a_plain_reference():
         assert in_older[word] == sum(word in doc for doc in documents[40:])
         rate_before = max(in_older[word], 0.5) / 70  # a word no older document has: half of one
         assert got[word] == pytest.approx(in_recent[word] / 40 / rate_before, rel=1e-12)
+
+
+def test_lift_column_against_a_plain_reference():
+    rng = np.random.default_rng(4)
+    rows = [sorted(set(rng.integers(0, 10, size=6).tolist())) for _ in range(50)]
+    counts = [rng.integers(1, 4, size=len(r)).astype(float) for r in rows]
+    batch = DocumentBatch.from_lists([np.array(r, np.int32) for r in rows], counts, np.arange(50, dtype=np.uint64))
+    present = sp.csc_matrix(np.array([[float(w in r) for w in range(10)] for r in rows]))
+    got = lift_column(batch, present, 3, 10)
+    everywhere, around = np.zeros(10), np.zeros(10)
+    for r, c in zip(rows, counts):
+        for w, n in zip(r, c):
+            everywhere[w] += n
+            if 3 in r:
+                around[w] += n
+    lift = np.maximum(around / around.sum() - everywhere / everywhere.sum(), 0.0)
+    np.testing.assert_allclose(got, lift / lift.sum(), rtol=1e-12)
+    assert got[3] == got.max()  # the word itself is in every one of its documents
 
 
 def test_recent_documents_are_the_newest_refreshes_until_enough():

@@ -106,9 +106,25 @@ def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, rese
     miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed)."""
     emerging = state.emerging
     if not (config.emerging_anchors and state.settled and config.half_life is None and reservoir is not None):
-        emerging.placed, emerging.words = [], []
+        emerging.placed, emerging.words, emerging.columns = [], [], {}
         return anchors
     return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, state.snapshot.topic_word)
+
+
+def seeded_for_emerging_subjects(result: Recovery, columns: dict[int, np.ndarray]) -> Recovery:
+    """The recovery with the topic of each anchor placed for an emerging subject replaced by the
+    subject's seed column (:func:`~streamtopics.refresh.emerging.lift_column`), which the refinement
+    starts from."""
+    if not columns:
+        return result
+    topic_word = np.array(result.topic_word, dtype=np.float64)
+    for slot, anchor in enumerate(np.asarray(result.anchors).tolist()):
+        column = columns.get(int(anchor))
+        if column is not None and column.sum() > 0:
+            rows = min(topic_word.shape[0], column.size)
+            topic_word[:, slot] = 0.0
+            topic_word[:rows, slot] = column[:rows] / column[:rows].sum()
+    return dataclasses.replace(result, topic_word=topic_word)
 
 
 def recover(view, anchors: np.ndarray, limits: StatisticsLimits, config, state, vocabulary) -> tuple[Recovery, bool]:
@@ -210,6 +226,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     anchors = emerging_subjects(anchors, view, config, state, vocabulary, reservoir, stamps)
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
+    result = seeded_for_emerging_subjects(result, state.emerging.columns)
     t_refine = time.perf_counter()
     result, refinement = refine(result, reservoir, limits, config, state, n_docs)
     t_refine = time.perf_counter() - t_refine
