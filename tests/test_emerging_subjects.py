@@ -143,6 +143,7 @@ def _run(counts, vocabulary, **settings):
 
 def test_emerging_anchors_off_places_none():
     counts, vocabulary, _, _ = _stream(0, START)
+    assert any(words for _, _, words in _run(counts, vocabulary))  # on, this stream gets some
     assert not any(words for _, _, words in _run(counts, vocabulary, emerging_anchors=False))
 
 
