@@ -74,6 +74,10 @@ class EmergingAnchors:
         self.placed: list[str] = []
         self.columns: dict[int, np.ndarray] = {}  # placed anchor id -> its subject's seed column (this refresh)
 
+    def clear(self) -> None:
+        """Nothing placed, nothing remembered (a refresh this step does not run at)."""
+        self.words, self.placed, self.columns = [], [], {}
+
     def state(self) -> list[str]:
         return list(self.words)
 
@@ -89,7 +93,7 @@ class EmergingAnchors:
         self.placed, self.columns = [], {}
         recent = recent_documents(stamps)
         if recent is None:
-            self.words = []
+            self.clear()
             return anchors
         n_words = view.n_words
         in_recent, in_older = document_frequencies(reservoir, recent, n_words)
@@ -99,7 +103,7 @@ class EmergingAnchors:
         falling = (rise <= 1.0 / FALL) & (expected - in_recent >= FALL_NOISE * np.sqrt(expected))
         rising = np.flatnonzero((rise >= RISE) & (in_recent >= MIN_DOCUMENTS))
         if rising.size == 0 or _losing_words(previous_topics, falling):
-            self.words = []
+            self.clear()
             return anchors
         anchors = np.array(anchors, dtype=np.int64)
         index = {w: i for i, w in enumerate(words)}

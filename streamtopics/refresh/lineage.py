@@ -20,8 +20,8 @@ import numpy as np
 from .alignment import MissingTopic, align_topics
 from .candidate_depth import CandidateDepth
 from .carried import CarriedRefinement
-from .emerging import EmergingAnchors
 from .describe import gone_topic_lately
+from .emerging import EmergingAnchors
 from .rectification import RectificationSchedule
 from ..config import ModelConfig
 from .labels import LABEL_WORDS, SEPARATOR

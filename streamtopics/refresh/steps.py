@@ -106,7 +106,7 @@ def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, rese
     miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed)."""
     emerging = state.emerging
     if not (config.emerging_anchors and state.settled and config.half_life is None and reservoir is not None):
-        emerging.placed, emerging.words, emerging.columns = [], [], {}
+        emerging.clear()
         return anchors
     return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, state.snapshot.topic_word)
 
