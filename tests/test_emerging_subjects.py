@@ -44,7 +44,8 @@ def test_lift_column_against_a_plain_reference():
     counts = [rng.integers(1, 4, size=len(r)).astype(float) for r in rows]
     batch = DocumentBatch.from_lists([np.array(r, np.int32) for r in rows], counts, np.arange(50, dtype=np.uint64))
     present = sp.csc_matrix(np.array([[float(w in r) for w in range(10)] for r in rows]))
-    got = lift_column(batch, present, 3, 10)
+    matrix = sp.csr_matrix((batch.counts, batch.indices, batch.indptr), shape=(50, 10))
+    got = lift_column(matrix, present, 3)
     everywhere, around = np.zeros(10), np.zeros(10)
     for r, c in zip(rows, counts):
         for w, n in zip(r, c):

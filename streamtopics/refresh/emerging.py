@@ -111,7 +111,15 @@ class EmergingAnchors:
                          and in_recent[index[w]] >= MIN_DOCUMENTS], dtype=np.int64)
         profile_words = np.flatnonzero((rise >= PROFILE_RISE) & (in_recent >= PROFILE_DOCUMENTS))
         recent_batch = reservoir.select(np.flatnonzero(recent))
-        present = _presence(recent_batch, n_words)
+        counts = _word_counts(recent_batch, n_words)
+        present = (counts > 0).astype(np.float64).tocsc()
+        lifts: dict[int, np.ndarray] = {}
+
+        def lift(word: int) -> np.ndarray:
+            if word not in lifts:
+                lifts[word] = lift_column(counts, present, word)
+            return lifts[word]
+
         alike = _profile_cosines(present, np.concatenate([rising, anchors, kept]), profile_words)
         leads = _subject_leads(rising, rise, in_recent, alike[: rising.size, : rising.size])
         held = _held_subjects(leads, anchors, rise, in_recent, alike[rising.size: rising.size + anchors.size])
@@ -123,8 +131,7 @@ class EmergingAnchors:
             alike_kept = alike[rising.size + anchors.size:, lead]
             if alike_kept.size and alike_kept.max() >= SAME_SUBJECT:
                 placed.append(int(kept[int(np.argmax(alike_kept))]))  # the anchor it had at the last refresh
-            elif not _continues_a_topic(lift_column(recent_batch, present, int(rising[lead]), n_words),
-                                        previous_topics, profile_words):
+            elif not _continues_a_topic(lift(int(rising[lead])), previous_topics, profile_words):
                 placed.append(int(rising[lead]))
         placed = list(dict.fromkeys(w for w in placed if w not in set(anchors.tolist())))
         for word in placed:
@@ -136,7 +143,7 @@ class EmergingAnchors:
                 break
             anchors[slot] = word
         placed = [w for w in placed if w in set(anchors.tolist())]
-        self.columns = {w: lift_column(recent_batch, present, w, n_words) for w in placed}
+        self.columns = {w: lift(w) for w in placed}
         self.placed = [words[w] for w in placed]
         self.words = list(self.placed)
         return anchors
@@ -173,13 +180,12 @@ def document_frequencies(batch: DocumentBatch, recent: np.ndarray, n_words: int)
     return count(in_recent_document), count(~in_recent_document)
 
 
-def lift_column(recent: DocumentBatch, present: sp.csc_matrix, word: int, n_words: int) -> np.ndarray:
+def lift_column(counts: sp.csr_matrix, present: sp.csc_matrix, word: int) -> np.ndarray:
     """A seed for the subject of ``word``: the word distribution of the recent documents it is in,
-    less that of all recent documents, its positive part normalised. Recovery over exact sums
-    mixes a young subject with the old topics (the planted stream, 6,700 documents after its start:
-    L1 1.23 and 1.16 from the two new subjects); this was 0.60 and 0.64."""
-    counts = sp.csr_matrix((recent.counts, recent.indices, recent.indptr),
-                           shape=(len(recent), max(n_words, int(recent.indices.max(initial=0)) + 1)))[:, :n_words]
+    less that of all recent documents, its positive part normalised (``counts``: recent documents x
+    words, ``present`` the same as 0/1). Recovery over exact sums mixes a young subject with the
+    old topics (the planted stream, 6,700 documents after its start: L1 1.23 and 1.16 from the two
+    new subjects); this was 0.60 and 0.64."""
     everywhere = np.asarray(counts.sum(axis=0), dtype=np.float64).ravel()
     around = np.asarray(counts[present[:, word].nonzero()[0]].sum(axis=0), dtype=np.float64).ravel()
     lift = np.maximum(around / max(around.sum(), 1e-300) - everywhere / max(everywhere.sum(), 1e-300), 0.0)
@@ -199,11 +205,11 @@ def _continues_a_topic(lift: np.ndarray, topics: np.ndarray, profile_words: np.n
     return bool(cosines.max(initial=0.0) >= CONTINUES)
 
 
-def _presence(batch: DocumentBatch, n_words: int) -> sp.csr_matrix:
-    """Documents x words, 1 where the word occurs (words past ``n_words`` left out)."""
-    matrix = sp.csr_matrix((np.ones(batch.indices.size), batch.indices, batch.indptr),
+def _word_counts(batch: DocumentBatch, n_words: int) -> sp.csr_matrix:
+    """Documents x words, the counts (words past ``n_words`` left out)."""
+    matrix = sp.csr_matrix((batch.counts, batch.indices, batch.indptr),
                            shape=(len(batch), max(n_words, int(batch.indices.max(initial=0)) + 1)))
-    return matrix[:, :n_words].tocsc()
+    return matrix[:, :n_words].tocsr()
 
 
 def _profile_cosines(present: sp.csc_matrix, ids: np.ndarray, profile_words: np.ndarray) -> np.ndarray:
