@@ -35,6 +35,7 @@ from streamtopics.synthetic import semi_synthetic, zipf_topics
 
 SETTINGS = {"defaults": {},
             "restarts (refine_carry=False)": {"refine_carry": False},
+            "no emerging anchors": {"emerging_anchors": False},
             "raw anchor rows": {"anchor_rectification": 0},
             "KL-tEM alone": {"refine_sweeps": 0},
             "refinement as before": {"refine_iterations": 10, "reservoir_size": 2000, "refine_smoothing": 0.0,
