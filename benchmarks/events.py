@@ -34,9 +34,10 @@ credited births of unformed topics, 1.1 from the planted topic they lay nearest.
 changes found / planted (and found within 2 refreshes, the issue's bar); precision: births (deaths)
 after the burn-in that find one / all of them; delay: refreshes from the first refresh that saw the
 change to the event that found it (the birth and death graces included). Exact sums describe the
-whole stream, so a topic that stops stays in them: deaths need forgetting, and the refinement's
-reservoir of recent documents must forget it too (about three half-lives: ``--variants
-fr=half_life=10000,reservoir_size=14427``; the "auto" 50,000 still hold the stops at the end).
+whole stream, so a topic that stops stays in them: its death is announced while they hold it (the
+snapshot lists it as stopped; docs/design.md, "Topic identity"). With forgetting
+(``--variants fr=half_life=10000,reservoir_size=14427``: the reservoir forgets it in about three
+half-lives) the topic also goes.
 
 A **drifting** stream, ``drifting-<corpus>``, is the Gibbs-truth stream whose last topic drifts
 over the middle third (in :data:`DRIFT_STEPS` steps): its :data:`DRIFT_WORDS` most probable words

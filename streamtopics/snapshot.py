@@ -63,6 +63,8 @@ class TopicSnapshot:
     # announced as born (they are, if they last), so the topics listed are those announced plus these
     missing: list[int] = field(default_factory=list)  # announced topics absent here, within their death grace: an
     # id that stays away past it is announced dead, one that comes back makes no event
+    stopped: list[int] = field(default_factory=list)  # this snapshot's topics whose subject stopped: announced dead
+    # while the model still holds them (exact sums describe the whole stream); one that picks up again returns
     # each ranking :meth:`top_words` computed, by relevance weight (None: probability): K x n word
     # ids; a refresh asks for the same ranking for labels, events and history (0.25 s a time at V = 100,000)
     _rankings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -139,7 +141,7 @@ class TopicSnapshot:
         """A JSON-ready dict. With ``top_n`` only each topic's top words are kept (for APIs and
         message buses); without it the full matrix is included and :meth:`from_dict` restores
         the snapshot exactly."""
-        topics, tentative = [], set(self.tentative)
+        topics, tentative, stopped = [], set(self.tentative), set(self.stopped)
         top = self.top_words(top_n) if top_n else None
         for k, topic in enumerate(self.topic_ids):
             entry = {
@@ -151,6 +153,7 @@ class TopicSnapshot:
                 "coherence": None if self.coherence is None else float(self.coherence[k]),
                 "representatives": None if self.representatives is None else self.representatives.get(topic, []),
                 "tentative": topic in tentative,
+                "stopped": topic in stopped,
             }
             if top is not None:
                 entry["top_words"] = [[w, p] for w, p in top[topic]]
@@ -206,6 +209,7 @@ class TopicSnapshot:
                              else {t["id"]: t["representatives"] for t in topics}),
             forming=bool(data.get("forming", False)),
             tentative=[t["id"] for t in topics if t.get("tentative")],
+            stopped=[t["id"] for t in topics if t.get("stopped")],
             missing=list(data.get("missing", [])),
         )
 

@@ -167,20 +167,23 @@ def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
     assert [e["type"] for e in unknown.events if e["type"] in ("death", "lost")] == ["death"]
 
 
-@pytest.mark.parametrize(("faded_share", "subject_in_pool", "kind"),
-                         [(True, False, "death"), (True, True, "lost"), (False, False, "lost")])
-def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(faded_share, subject_in_pool, kind):
+@pytest.mark.parametrize(("faded_share", "subject_in_pool", "half_life", "kind"),
+                         [(True, False, 1000, "death"), (True, True, 1000, "lost"), (False, False, 1000, "lost"),
+                          (True, False, None, "lost")])
+def test_a_topic_that_faded_away_is_dead_even_when_no_pooled_document_holds_it(faded_share, subject_in_pool,
+                                                                               half_life, kind):
     """A forgetting model pools only its recent past: once a stopped subject is gone from all of
     the pooled documents, old and new, the newer-share test reads noise (about 1) and would call the topic
     lost. A topic that faded before it went (its last share below FADED_SHARE of its peak) and whose
     last column, added back, takes little of the newest documents (FADED_USE of that peak) is dead;
-    one whose subject the documents still use, or that went at full strength, is lost. The peak
-    shares are read back from a checkpoint taken in between."""
+    one whose subject the documents still use, or that went at full strength, is lost. Exact sums
+    pool the whole stream, where the newer-share test tells: there fading alone makes no death. The
+    peak shares are read back from a checkpoint taken in between."""
     from streamtopics.refresh.lineage import FADED_SHARE, FADED_USE
     from streamtopics.text.documents import DocumentBatch
 
     vocabulary = Vocabulary([f"w{i}" for i in range(40)])
-    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0))
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=0, death_grace=0, half_life=half_life))
 
     old = [range(0, 10), range(10, 20), range(20, 25), range(25, 30)]
     four = _columns(*old, n_words=40)

@@ -106,8 +106,8 @@ def topic_table(snapshot: TopicSnapshot, words: int = 8) -> list[str]:
 
 
 def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
-    """One line per birth, topic found, return and change in ``snapshot.events``, one for all deaths and one for all
-    topics lost; each topic
+    """One line per birth, topic found, return and change in ``snapshot.events``, one for all deaths (those still held:
+    their subject stopped while the sums hold the topic) and one for all topics lost; each topic
     with its label (events written before labels existed: without)."""
     top = snapshot.top_words(words, DISPLAY_RELEVANCE)
     lines = []
@@ -126,9 +126,10 @@ def event_lines(snapshot: TopicSnapshot, words: int = 6) -> list[str]:
             lines.append(f"  ~ change  {name}  anchor {anchor}, moved {event['distance']:.2f}{tail}"
                          + (f"  ({moved})" if moved else ""))
     for kind, sign in (("death", "-"), ("lost", "/")):
-        gone = sorted((e["topic"], e.get("label")) for e in snapshot.events if e["type"] == kind)
+        gone = sorted((e["topic"], e.get("label"), e.get("held", False)) for e in snapshot.events if e["type"] == kind)
         if gone:
-            named = ", ".join(f"{topic} ({label})" if label else str(topic) for topic, label in gone)
+            named = ", ".join(str(topic) + (f" ({label})" if label else "") + (" stopped, still held" if held else "")
+                              for topic, label, held in gone)
             lines.append(f"  {sign} {kind:<7} topic{'s' if len(gone) > 1 else ''} {named}")
     return lines
 
@@ -144,11 +145,13 @@ def snapshot_heading(snapshot: TopicSnapshot, path: Path | None = None) -> str:
         parts.append(", ".join(f"{n} {t}{'s' if n != 1 and t not in ('found', 'lost') else ''}"
                                for t, n in counts.items() if n or t not in ("found", "lost", "return")))  # rare ones
         # named when there are some
-        # with these the events add up: the topics listed are the ones announced plus the tentative
+        # with these the events add up: the topics listed are the ones announced plus the tentative and stopped
         if snapshot.tentative:
             parts.append(f"tentative (born if they last) {', '.join(map(str, snapshot.tentative))}")
         if snapshot.missing:
             parts.append(f"missing (dead if they stay away) {', '.join(map(str, snapshot.missing))}")
+        if snapshot.stopped:
+            parts.append(f"stopped (dead, still held) {', '.join(map(str, snapshot.stopped))}")
     if path is not None:
         parts.append(str(path))
     return " | ".join(parts)

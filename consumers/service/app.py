@@ -50,6 +50,7 @@ def _topic_entry(snapshot: TopicSnapshot, top: dict, k: int, top_n: int, pairs: 
         "id": topic, "anchor": snapshot.anchors[k], "prevalence": float(snapshot.prevalence[k]),
         "alpha": float(snapshot.alpha[k]), "label": extras["label"], "coherence": extras["coherence"],
         "anchor_shown": snapshot.shown_anchors()[topic], "tentative": topic in snapshot.tentative,
+        "stopped": topic in snapshot.stopped,
         "top_words": ([[w, round(p, 6)] for w, p in words] if pairs
                       else [{"word": w, "probability": round(p, 6)} for w, p in words]),
     }

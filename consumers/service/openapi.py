@@ -95,6 +95,8 @@ def openapi_schema(with_token: bool = False) -> dict:
                                      "description": "the anchor when among the topic's 20 most relevant words, else null"},
                     "tentative": {"type": "boolean",
                                   "description": "within its birth grace: announced as born if it lasts"},
+                    "stopped": {"type": "boolean",
+                                "description": "its subject stopped: announced dead while the model still holds it"},
                     "top_words": {"type": "array", "description": "[word, probability] pairs",
                                   "items": {"type": "array", "items": {}}}}}}}},
             "Topic": {"type": "object", "properties": {
@@ -104,6 +106,8 @@ def openapi_schema(with_token: bool = False) -> dict:
                 "anchor_shown": {"type": "string", "nullable": True,
                                  "description": "the anchor when among the topic's 20 most relevant words, else null"},
                 "tentative": {"type": "boolean", "description": "within its birth grace: announced as born if it lasts"},
+                "stopped": {"type": "boolean",
+                            "description": "its subject stopped: announced dead while the model still holds it"},
                 "representatives": {"type": "array", "items": document,
                                     "description": "a few documents typical of the topic (empty in older runs)"},
                 "top_words": {"type": "array", "items": word},

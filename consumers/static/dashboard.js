@@ -223,7 +223,9 @@
           t.anchor_shown ? el("span", { class: "card-anchor", title: "anchor word", text: t.anchor_shown }) : null,
           el("span", { class: "muted", text: "rank " + (rank + 1) }),
           t.tentative ? el("span", { class: "muted", title: "within its birth grace: announced as born if it lasts",
-                                     text: "tentative" }) : null),
+                                     text: "tentative" }) : null,
+          t.stopped ? el("span", { class: "muted", title: "its subject stopped: announced dead, while the model " +
+                                   "(whose sums describe the whole stream) still holds it", text: "stopped" }) : null),
         t.label ? el("div", { class: "card-label", title: "label", text: t.label }) : null,
         el("div", { class: "card-row" },
           el("span", { class: "card-prev", text: (t.prevalence * 100).toFixed(1) + "%",

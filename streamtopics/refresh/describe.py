@@ -38,6 +38,7 @@ from ..text.documents import DocumentBatch
 from ..evaluation import coherence_npmi
 from ..inference import infer_mixtures
 from ..snapshot import mixture_components, topic_part
+from .emerging import recent_documents
 
 EXCERPT_CHARS = 200  # characters of a document's text kept to show it
 COHERENCE_WORDS = 10  # top words whose pairs the NPMI averages
@@ -48,6 +49,7 @@ MIXTURE_UPDATES = 20  # multiplicative updates per document: enough to rank them
 POOL = 5000  # kept documents (evenly spaced over the reservoir) whose mixtures give the shares and representatives
 EDGE = 1 / 8  # older_share / newer_share: the oldest (newest) part of the pool a subject must be in to be an old (a
 # living) one (a forgetting model's pool spans 8 half-lives: a subject that came in the last 7 is new to it)
+RECENT_POOL = 2000  # recent_shares: at most this many recent documents inferred (about 0.02 s at K = 100)
 HALF_LIVES_POOLED = 8  # a forgetting model pools its newest documents back this many half-lives (older: < 0.4 %)
 SINGLE = True  # those updates in float32 (infer_mixtures(single=True)): half the time; the weights shown are rounded
 # to 4 decimals, and the representatives of the V = 15,000, K = 100 warm refresh were those of float64 (`git show
@@ -236,6 +238,30 @@ def newer_share(mixtures: np.ndarray, stamps: np.ndarray, part: float = EDGE) ->
     weight in the older half: about 1 for a subject still as present lately, near 0 for one that
     stopped (see :func:`older_share`)."""
     return _edge_over_half(mixtures, stamps, part, newest=True)
+
+
+def recent_shares(topics, reservoir: DocumentBatch, stamps: np.ndarray, n_words: int, mixtures: np.ndarray,
+                  pool_stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each topic's mean weight in the ``reservoir``'s recent documents (those since the last
+    refresh, or since earlier ones until there are ``MIN_RECENT``:
+    :func:`~streamtopics.refresh.emerging.recent_documents`; ``RECENT_POOL`` of them, evenly
+    spaced, inferred over ``topics``' first ``n_words`` words) over its mean weight in the pooled
+    documents older than them (``mixtures`` and ``pool_stamps``: the share step's), and the
+    weight the recent documents would hold at that older weight: how many documents' worth the
+    ratio had to see. The window is the last refresh's, however long the stream (the pool's newest
+    eighth is an eighth of the stream so far). None when the stamps cannot tell."""
+    recent = recent_documents(stamps)
+    if recent is None:
+        return None
+    older = np.asarray(pool_stamps) < np.asarray(stamps)[recent].min()
+    if not older.any():
+        return None
+    rows = np.flatnonzero(recent)
+    rows = rows[::-(-rows.size // RECENT_POOL)]
+    before = mixtures[older].mean(axis=0)
+    lately = pool_mixtures(topics, _known(reservoir.select(rows), n_words)).mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(before > 0, lately / np.where(before > 0, before, 1.0), np.nan), before * rows.size
 
 
 def gone_topic_lately(topics, pool: DocumentBatch, stamps: np.ndarray,

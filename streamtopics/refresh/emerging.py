@@ -12,7 +12,7 @@ stamps) with the older ones:
    :data:`MIN_DOCUMENTS` of the recent documents (:func:`word_rise`);
 2. the rising words fall into subjects by the rising words they co-occur with (cosine of those
    profiles at least :data:`SAME_SUBJECT`); each subject's lead is its most exclusive word among
-   those in :data:`LEAD_DOCUMENTS` recent documents (:func:`_subject_leads`);
+   those in :data:`LEAD_DOCUMENTS` recent documents (:func:`subject_leads`);
 3. a subject is already held when an anchor whose own rate rose :data:`COVERING_RISE`-fold is most
    alike it; it continues a topic when the lift of its lead's recent documents
    (:func:`lift_column`), over the words that did not rise, is :data:`CONTINUES` alike a topic of
@@ -100,7 +100,7 @@ class EmergingAnchors:
         n_recent, n_older = np.count_nonzero(recent), np.count_nonzero(~recent)
         rise = word_rise(in_recent, in_older, n_recent, n_older)
         expected = in_older * n_recent / n_older
-        falling = (rise <= 1.0 / FALL) & (expected - in_recent >= FALL_NOISE * np.sqrt(expected))
+        falling = falling_words(rise, in_recent, expected)
         rising = np.flatnonzero((rise >= RISE) & (in_recent >= MIN_DOCUMENTS))
         if rising.size == 0 or _losing_words(previous_topics, falling):
             self.clear()
@@ -111,7 +111,7 @@ class EmergingAnchors:
                          and in_recent[index[w]] >= MIN_DOCUMENTS], dtype=np.int64)
         profile_words = np.flatnonzero((rise >= PROFILE_RISE) & (in_recent >= PROFILE_DOCUMENTS))
         recent_batch = reservoir.select(np.flatnonzero(recent))
-        counts = _word_counts(recent_batch, n_words)
+        counts = word_counts(recent_batch, n_words)
         present = (counts > 0).astype(np.float64).tocsc()
         lifts: dict[int, np.ndarray] = {}
 
@@ -120,8 +120,8 @@ class EmergingAnchors:
                 lifts[word] = lift_column(counts, present, word)
             return lifts[word]
 
-        alike = _profile_cosines(present, np.concatenate([rising, anchors, kept]), profile_words)
-        leads = _subject_leads(rising, rise, in_recent, alike[: rising.size, : rising.size])
+        alike = profile_cosines(present, np.concatenate([rising, anchors, kept]), profile_words)
+        leads = subject_leads(rising, rise, in_recent, alike[: rising.size, : rising.size])
         held = _held_subjects(leads, anchors, rise, in_recent, alike[rising.size: rising.size + anchors.size])
         placed, keeping = [], set()
         for lead in leads:
@@ -131,7 +131,7 @@ class EmergingAnchors:
             alike_kept = alike[rising.size + anchors.size:, lead]
             if alike_kept.size and alike_kept.max() >= SAME_SUBJECT:
                 placed.append(int(kept[int(np.argmax(alike_kept))]))  # the anchor it had at the last refresh
-            elif not _continues_a_topic(lift(int(rising[lead])), previous_topics, profile_words):
+            elif continued_topic(lift(int(rising[lead])), previous_topics, profile_words)[1] < CONTINUES:
                 placed.append(int(rising[lead]))
         placed = list(dict.fromkeys(w for w in placed if w not in set(anchors.tolist())))
         for word in placed:
@@ -165,6 +165,12 @@ def recent_documents(stamps: np.ndarray | None, min_recent: int = MIN_RECENT) ->
     return recent if np.count_nonzero(recent) <= np.count_nonzero(~recent) else None
 
 
+def falling_words(rise: np.ndarray, in_recent: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """The mask of the words whose recent rate fell FALL-fold, by FALL_NOISE standard deviations of
+    the recent count their older rate ``expected``."""
+    return (rise <= 1.0 / FALL) & (expected - in_recent >= FALL_NOISE * np.sqrt(expected))
+
+
 def word_rise(in_recent: np.ndarray, in_older: np.ndarray, n_recent: int, n_older: int) -> np.ndarray:
     """Each word's document rate in the ``n_recent`` recent documents over its rate in the
     ``n_older`` others (a word in none of those counts as in half of one)."""
@@ -192,27 +198,29 @@ def lift_column(counts: sp.csr_matrix, present: sp.csc_matrix, word: int) -> np.
     return lift / lift.sum() if lift.sum() > 0 else lift
 
 
-def _continues_a_topic(lift: np.ndarray, topics: np.ndarray, profile_words: np.ndarray) -> bool:
-    """Whether a subject's ``lift`` column, over the words that did not rise, is CONTINUES alike
-    (cosine) to one of ``topics`` (V x K): its words are mostly those of a topic the model holds."""
+def continued_topic(lift: np.ndarray, topics: np.ndarray, left_out: np.ndarray) -> tuple[int, float]:
+    """The column of ``topics`` (V x K) most alike a subject's ``lift`` column over the words not
+    ``left_out`` (those that rose), and that cosine: CONTINUES or more, the subject's words are
+    mostly those of a topic the model holds."""
     columns = np.zeros((lift.size, topics.shape[1]))
     rows = min(lift.size, topics.shape[0])
     columns[:rows] = topics[:rows]
-    columns[profile_words] = 0.0
+    columns[left_out] = 0.0
     lift = lift.copy()
-    lift[profile_words] = 0.0
+    lift[left_out] = 0.0
     cosines = (columns.T @ lift) / np.maximum(np.linalg.norm(columns, axis=0) * np.linalg.norm(lift), 1e-30)
-    return bool(cosines.max(initial=0.0) >= CONTINUES)
+    best = int(np.argmax(cosines)) if cosines.size else 0
+    return best, float(cosines[best]) if cosines.size else 0.0
 
 
-def _word_counts(batch: DocumentBatch, n_words: int) -> sp.csr_matrix:
+def word_counts(batch: DocumentBatch, n_words: int) -> sp.csr_matrix:
     """Documents x words, the counts (words past ``n_words`` left out)."""
     matrix = sp.csr_matrix((batch.counts, batch.indices, batch.indptr),
                            shape=(len(batch), max(n_words, int(batch.indices.max(initial=0)) + 1)))
     return matrix[:, :n_words].tocsr()
 
 
-def _profile_cosines(present: sp.csc_matrix, ids: np.ndarray, profile_words: np.ndarray) -> np.ndarray:
+def profile_cosines(present: sp.csc_matrix, ids: np.ndarray, profile_words: np.ndarray) -> np.ndarray:
     """Cosines between the words ``ids``' profiles: over ``profile_words``, the share of their
     recent documents each of those is in (a word's own column left out)."""
     counts = np.asarray((present[:, ids].T @ present[:, profile_words]).todense(), dtype=np.float64)
@@ -221,7 +229,7 @@ def _profile_cosines(present: sp.csc_matrix, ids: np.ndarray, profile_words: np.
     return (counts @ counts.T) / np.maximum(np.outer(norms, norms), 1e-30)
 
 
-def _subject_leads(rising: np.ndarray, rise: np.ndarray, in_recent: np.ndarray, alike: np.ndarray) -> list[int]:
+def subject_leads(rising: np.ndarray, rise: np.ndarray, in_recent: np.ndarray, alike: np.ndarray) -> list[int]:
     """Positions (in ``rising``) of each subject's lead: the words in at least LEAD_DOCUMENTS recent
     documents, the most exclusive first (the share of the recent rate the older rate leaves
     unexplained, 1 - 1 / rise, to two decimals; then the more frequent), each a new subject unless

@@ -52,6 +52,8 @@ class Recovery:
     fit_to_noise: float | None = None  # the frequent words' residual over their sampling noise (separability.py)
     older_share: np.ndarray | None = None  # per topic, describe.older_share of the share step's pool (None: unknown)
     newer_share: np.ndarray | None = None  # per topic, describe.newer_share of the same
+    recent_share: np.ndarray | None = None  # per topic, describe.recent_shares: the ratio (None: unknown)
+    recent_expected: np.ndarray | None = None  # ... and the weight the recent documents would hold at the older one
 
 
 def anchor_group_rows(view, groups) -> np.ndarray:

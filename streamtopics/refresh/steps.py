@@ -32,7 +32,7 @@ import numpy as np
 
 from .anchor_selection import select_anchors
 from .carried import refine_carried
-from .describe import (document_pool, newer_share, older_share, pool_mixtures, pooled_rows,
+from .describe import (document_pool, newer_share, older_share, pool_mixtures, pooled_rows, recent_shares,
                        representative_documents, topic_coherence, topic_shares)
 from .recovery import Recovery, recover_topics
 from .refinement import Refinement, recovery_columns, refine_recovery
@@ -111,6 +111,17 @@ def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, rese
     return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, state.snapshot.topic_word)
 
 
+def moving_subjects(state, vocabulary, view, reservoir, stamps) -> None:
+    """The moving subjects' step: after the burn-in, which topics of the last snapshot a subject
+    rising since the last refresh continues (:class:`~streamtopics.refresh.moving.MovingTopics`),
+    so that the events take their drift for no stop."""
+    if not (state.settled and reservoir is not None):
+        state.moving.leads = {}
+        return
+    state.moving.update(reservoir, stamps, vocabulary.words, view.n_words, state.snapshot.topic_ids,
+                        state.snapshot.topic_word)
+
+
 def seeded_for_emerging_subjects(result: Recovery, columns: dict[int, np.ndarray]) -> Recovery:
     """The recovery with the topic of each anchor placed for an emerging subject replaced by the
     subject's seed column (:func:`~streamtopics.refresh.emerging.lift_column`), which the refinement
@@ -186,8 +197,8 @@ def share(result: Recovery, reservoir, config, stamps=None) -> tuple[Recovery, t
     (:func:`~streamtopics.refresh.describe.topic_shares`; a forgetting model's with a half-life in
     documents weighs them as its sums do, one in stream time equally), and ``(pool, mixtures,
     pool stamps)`` for the description and the events. With the reservoir documents' ``stamps``,
-    each topic's :func:`~streamtopics.refresh.describe.older_share` and ``newer_share`` too (new
-    and stopped subjects); without, the pool stamps are None. Without a reservoir, or with no
+    each topic's :func:`~streamtopics.refresh.describe.older_share`, ``newer_share`` and
+    ``recent_shares`` too (new and stopped subjects); without, the pool stamps are None. Without a reservoir, or with no
     known word in it, the recovery's share of the tokens stays, and the pool is None."""
     if reservoir is None:
         return result, None
@@ -198,9 +209,13 @@ def share(result: Recovery, reservoir, config, stamps=None) -> tuple[Recovery, t
     if shares is None:
         return result, None
     pool_stamps = None if stamps is None else np.asarray(stamps)[pooled_rows(len(reservoir), half_life=half_life)]
-    older, newer = ((None, None) if pool_stamps is None
-                    else (older_share(mixtures, pool_stamps), newer_share(mixtures, pool_stamps)))
-    return (dataclasses.replace(result, prevalence=shares, older_share=older, newer_share=newer),
+    older, newer, recent = ((None, None, None) if pool_stamps is None
+                            else (older_share(mixtures, pool_stamps), newer_share(mixtures, pool_stamps),
+                                  recent_shares(result, reservoir, stamps, result.topic_word.shape[0], mixtures,
+                                                pool_stamps)))
+    recent_share, recent_expected = (None, None) if recent is None else recent
+    return (dataclasses.replace(result, prevalence=shares, older_share=older, newer_share=newer,
+                                recent_share=recent_share, recent_expected=recent_expected),
             (pool, mixtures, pool_stamps))
 
 
@@ -224,6 +239,7 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     limits = read_statistics(view, config)
     anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots, n_docs)
     anchors = emerging_subjects(anchors, view, config, state, vocabulary, reservoir, stamps)
+    moving_subjects(state, vocabulary, view, reservoir, stamps)
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
     result = seeded_for_emerging_subjects(result, state.emerging.columns)
