@@ -39,6 +39,10 @@ snapshot lists it as stopped; docs/design.md, "Topic identity"). With forgetting
 (``--variants fr=half_life=10000,reservoir_size=14427``: the reservoir forgets it in about three
 half-lives) the topic also goes.
 
+A **reversed** stream, ``reversed-<corpus>``, is the planted stream with its stops at a third and its
+starts at two thirds: exact sums keep the stopped subjects' fall, which the other topics' head
+words share, for good (docs/design.md, "Topic identity").
+
 A **drifting** stream, ``drifting-<corpus>``, is the Gibbs-truth stream whose last topic drifts
 over the middle third (in :data:`DRIFT_STEPS` steps): its :data:`DRIFT_WORDS` most probable words
 trade probabilities with the words it ranks :data:`DRIFT_FROM` onwards (20 Newsgroups K = 20: the
@@ -54,6 +58,7 @@ and then a ``summed`` line adds their changes, the events and those that found o
 
     python -m benchmarks.events
     python -m benchmarks.events --streams planted-20newsgroups --seed 1 2 3 4 5
+    python -m benchmarks.events --streams reversed-20newsgroups --seed 1 2 3
     python -m benchmarks.events --streams planted-20newsgroups --variants default fr=half_life=10000,reservoir_size=14427
     python -m benchmarks.events --streams staged-20newsgroups --archive-every 1000
 """
@@ -81,19 +86,21 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARCHIVES = {"20newsgroups": "20newsgroups-bydate/20news-bydate.jsonl.gz",
             "reuters": "reuters21578/reuters21578.jsonl.gz"}
 STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "planted-20newsgroups",
-           "staged-20newsgroups", "drifting-20newsgroups")
+           "reversed-20newsgroups", "staged-20newsgroups", "drifting-20newsgroups")
 STAGED_FIRST, STAGED_STEP = 0.40, 0.05  # where on the time line the first staged newsgroup starts, and the next ones
 MATCH_POSTS = 50  # posts of each newsgroup whose inferred mixtures match a born topic to a newsgroup
 DRIFT_WORDS, DRIFT_FROM, DRIFT_STEPS = 60, 300, 10  # head words that trade places, the rank of their partners, steps
 
 
-def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1):
+def planted_stream(truth, n_docs: int, alpha: float, planted: int, seed: int = 1, stops_first: bool = False):
     """The counts of a Gibbs-truth stream whose last ``planted`` topics start at a third of it
-    and the ``planted`` before them stop at two thirds; with the documents where they do, and
-    which topics start and which stop."""
+    and the ``planted`` before them stop at two thirds (``stops_first``: the other way round); with
+    the documents where they do, and which topics start and which stop."""
     k = truth.topic_word.shape[1]
     starting, stopping = list(range(k - planted, k)), list(range(k - 2 * planted, k - planted))
     start_at, stop_at = n_docs // 3, 2 * n_docs // 3
+    if stops_first:
+        start_at, stop_at = stop_at, start_at
     rng = np.random.default_rng(seed)
     alive = np.ones((n_docs, k), bool)
     alive[:start_at, starting] = False
@@ -365,7 +372,7 @@ def run_stream(name: str, settings: dict, args, seed: int) -> dict:
     elif kind == "drifting":
         counts, story = drifting_stream(truth, args.docs, args.alpha, seed)
     else:
-        counts, story = planted_stream(truth, args.docs, args.alpha, args.planted, seed)
+        counts, story = planted_stream(truth, args.docs, args.alpha, args.planted, seed, stops_first=kind == "reversed")
     snapshots = follow(model, (counts[s:s + args.every] for s in range(0, args.docs, args.every)))
     result = {"documents": args.docs, **churn(snapshots)}
     if kind == "drifting":

@@ -153,3 +153,25 @@ def test_the_api_and_the_console_mark_the_stopped_topic(stopping):
     assert client.get(f"/api/topics/{topic}").json()["stopped"] is True
     assert f"stopped (dead, still held) {topic}" in snapshot_heading(dying)
     assert any(line.lstrip().startswith("- death") and "stopped, still held" in line for line in event_lines(dying))
+
+
+def test_a_subject_that_starts_after_another_stopped_is_born():
+    """Exact sums keep a stopped subject's fall for good, and the other topics share its words: the
+    emerging-subjects step's drift guard (a topic losing head words) held every later start back
+    until the stopped topics' own head words were left out of it (refresh/emerging.py)."""
+    truth = separable_topics(300, 9, anchor_mass=0.05, seed=3).topic_word
+    parts = [semi_synthetic(truth[:, :8], 6000, alpha=0.1, doc_length=150, seed=4)[0],  # topics 0-7
+             semi_synthetic(truth[:, 1:8], 6000, alpha=0.1, doc_length=150, seed=5)[0],  # 0 stops
+             semi_synthetic(truth[:, 1:9], 6000, alpha=0.1, doc_length=150, seed=6)[0]]  # 8 starts
+    model = StreamingTopicModel(8, vocabulary=[f"w{i}" for i in range(300)], seed=0, burn_in=2)
+    births = []
+    for part in parts:
+        for start in range(0, part.shape[0], 1000):
+            model.learn_many(part[start:start + 1000])
+            snapshot = model.refresh()
+            for event in snapshot.events:
+                if event["type"] == "birth":
+                    column = snapshot.topic_word[:, [snapshot.column(event["topic"])]]
+                    if np.argmin(l1_distances(truth, column)[:, 0]) == 8:  # the new subject
+                        births.append(snapshot.documents_seen)
+    assert births and births[0] <= 15000  # the refresh at 13,000 saw the start

@@ -18,7 +18,10 @@ stamps) with the older ones:
    (:func:`lift_column`), over the words that did not rise, is :data:`CONTINUES` alike a topic of
    the last snapshot (a drift onto new words: cosine 0.97; a subject whose topic formed a refresh
    before); and no subject gets an anchor while a topic of the last snapshot is losing words (one
-   of its :data:`DRIFT_WORDS` most probable fell :data:`FALL`-fold: a drift under way, a stop);
+   of its :data:`DRIFT_WORDS` most probable fell :data:`FALL`-fold: a drift under way, a stop),
+   the head words of the topics already announced stopped aside (exact sums keep their fall for
+   good, and the other topics share those words: a stream whose stops came first never gave its
+   later starts an anchor);
 4. each other subject gets an anchor in place of the anchor the others explain best (the least
    leave-one-out residual of its row among the anchors' rows): the one placed for it at the last
    refresh while alike, else its lead; and its topic's seed is that lift, not the recovery's
@@ -85,10 +88,12 @@ class EmergingAnchors:
         self.words = list(words or [])
 
     def apply(self, anchors: np.ndarray, view, reservoir: DocumentBatch, stamps: np.ndarray, words: list[str],
-              previous_topics: np.ndarray) -> np.ndarray:
+              previous_topics: np.ndarray, stopped: list[int] = ()) -> np.ndarray:
         """``anchors`` (word ids) with an anchor for each emerging subject they miss (see the module
         docstring); ``view``: the statistics (the anchors' rows), ``reservoir`` and its ``stamps``,
-        ``words`` the vocabulary's words, ``previous_topics`` the last snapshot's topic-word matrix.
+        ``words`` the vocabulary's words, ``previous_topics`` the last snapshot's topic-word matrix and
+        ``stopped`` the columns of its topics announced stopped
+        (:data:`~streamtopics.refresh.lineage.STOPPED_LATELY`), whose falling words hold no anchor back.
         Sets :attr:`placed` and :attr:`columns`, and remembers the words placed for the next refresh."""
         self.placed, self.columns = [], {}
         recent = recent_documents(stamps)
@@ -102,6 +107,8 @@ class EmergingAnchors:
         expected = in_older * n_recent / n_older
         falling = falling_words(rise, in_recent, expected)
         rising = np.flatnonzero((rise >= RISE) & (in_recent >= MIN_DOCUMENTS))
+        if len(stopped):  # the words a stopped subject took away are no drift under way
+            falling = falling & ~_head_words(previous_topics[:, list(stopped)], falling.size)
         if rising.size == 0 or _losing_words(previous_topics, falling):
             self.clear()
             return anchors
@@ -260,9 +267,15 @@ def _held_subjects(leads: list[int], anchors: np.ndarray, rise: np.ndarray, in_r
 
 def _losing_words(topics: np.ndarray, falling: np.ndarray) -> bool:
     """Whether one of ``topics`` (V x K) has ``falling`` words among its DRIFT_WORDS most probable."""
-    rows = min(topics.shape[0], falling.size)
-    head = np.argsort(-topics[:rows], axis=0, kind="stable")[:DRIFT_WORDS]
-    return bool(falling[:rows][head].any())
+    return bool((falling & _head_words(topics, falling.size)).any())
+
+
+def _head_words(topics: np.ndarray, n_words: int) -> np.ndarray:
+    """The mask (over ``n_words``) of the words among the DRIFT_WORDS most probable of any of ``topics``."""
+    rows = min(topics.shape[0], n_words)
+    mask = np.zeros(n_words, bool)
+    mask[np.argsort(-topics[:rows], axis=0, kind="stable")[:DRIFT_WORDS].ravel()] = True
+    return mask
 
 
 def _leave_one_out_residuals(rows: np.ndarray) -> np.ndarray:

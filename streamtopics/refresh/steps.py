@@ -103,12 +103,14 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
 def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, reservoir, stamps) -> np.ndarray:
     """The emerging subjects' step: with ``emerging_anchors``, after the burn-in and over exact sums,
     an anchor for each subject whose words' rate jumped since the last refresh that ``anchors``
-    miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed)."""
-    emerging = state.emerging
+    miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed), the
+    falling words of the topics announced stopped left out of its drift guard."""
+    emerging, snapshot = state.emerging, state.snapshot
     if not (config.emerging_anchors and state.settled and config.half_life is None and reservoir is not None):
         emerging.clear()
         return anchors
-    return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, state.snapshot.topic_word)
+    stopped = [k for k, topic in enumerate(snapshot.topic_ids) if topic in state.stopped]
+    return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, snapshot.topic_word, stopped)
 
 
 def moving_subjects(state, vocabulary, view, reservoir, stamps) -> None:
