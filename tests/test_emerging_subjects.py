@@ -9,8 +9,8 @@ import scipy.sparse as sp
 
 from streamtopics import StreamingTopicModel
 from streamtopics.refresh.alignment import l1_distances
-from streamtopics.refresh.emerging import (EmergingAnchors, document_frequencies, lift_column, recent_documents,
-                                          word_rise)
+from streamtopics.refresh.emerging import (EmergingAnchors, RecentWords, document_frequencies, lift_column,
+                                          recent_documents, word_rise)
 from streamtopics.synthetic import sample_documents, separable_topics
 from streamtopics.text.documents import DocumentBatch
 
@@ -98,8 +98,9 @@ def _apply(model, anchors: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """EmergingAnchors.apply on the model's statistics and reservoir, as the next refresh would."""
     emerging = EmergingAnchors()
     reservoir, stamps = model.ingest.stamped_reservoir()
-    placed = emerging.apply(anchors, model.ingest.statistics.refresh_view(model.config), reservoir, stamps,
-                            model.vocabulary.words, model.snapshot.topic_word)
+    view = model.ingest.statistics.refresh_view(model.config)
+    placed = emerging.apply(anchors, view, RecentWords.of(reservoir, stamps, view.n_words), model.vocabulary.words,
+                            model.snapshot.topic_word)
     return placed, emerging.placed
 
 

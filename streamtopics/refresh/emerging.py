@@ -68,6 +68,56 @@ CONTINUES = 0.75
 MIN_RECENT = 1000  # the recent documents: those since the last refresh, or since earlier ones until this many
 
 
+class RecentWords:
+    """How each word's document rate in the reservoir's recent documents (:func:`recent_documents`)
+    compares with the older ones, and the subjects rising there: worked out once per refresh for
+    the emerging-subjects and the moving-topics steps (:mod:`~streamtopics.refresh.moving`)."""
+
+    def __init__(self, reservoir: DocumentBatch, recent: np.ndarray, n_words: int):
+        self.reservoir, self.recent, self.n_words = reservoir, recent, n_words
+        self.in_recent, self.in_older = document_frequencies(reservoir, recent, n_words)
+        self.n_recent, self.n_older = np.count_nonzero(recent), np.count_nonzero(~recent)
+        self.rise = word_rise(self.in_recent, self.in_older, self.n_recent, self.n_older)
+        self.falling = falling_words(self.rise, self.in_recent, self.in_older * self.n_recent / self.n_older)
+        self.rising = np.flatnonzero((self.rise >= RISE) & (self.in_recent >= MIN_DOCUMENTS))
+        self.profile_words = np.flatnonzero((self.rise >= PROFILE_RISE) & (self.in_recent >= PROFILE_DOCUMENTS))
+        self._present = self._counts = self._leads = None
+        self._lifts: dict[int, np.ndarray] = {}
+
+    @classmethod
+    def of(cls, reservoir: DocumentBatch | None, stamps: np.ndarray | None, n_words: int) -> "RecentWords | None":
+        """The comparison over ``reservoir`` by its ``stamps``; None when they cannot tell recent from older."""
+        recent = None if reservoir is None else recent_documents(stamps)
+        return None if recent is None else cls(reservoir, recent, n_words)
+
+    @property
+    def counts(self) -> sp.csr_matrix:
+        """Recent documents x words, the counts."""
+        if self._counts is None:
+            self._counts = word_counts(self.reservoir.select(np.flatnonzero(self.recent)), self.n_words)
+        return self._counts
+
+    @property
+    def present(self) -> sp.csc_matrix:
+        """Recent documents x words, 1 where the word is in the document."""
+        if self._present is None:
+            self._present = (self.counts > 0).astype(np.float64).tocsc()
+        return self._present
+
+    def lift(self, word: int) -> np.ndarray:
+        """:func:`lift_column` of ``word``, computed once."""
+        if word not in self._lifts:
+            self._lifts[word] = lift_column(self.counts, self.present, word)
+        return self._lifts[word]
+
+    def leads(self) -> list[int]:
+        """Positions (in :attr:`rising`) of the rising subjects' leads (:func:`subject_leads`)."""
+        if self._leads is None:
+            alike = profile_cosines(self.present, self.rising, self.profile_words) if self.rising.size else None
+            self._leads = subject_leads(self.rising, self.rise, self.in_recent, alike) if self.rising.size else []
+        return self._leads
+
+
 class EmergingAnchors:
     """The anchor words the last refresh placed for emerging subjects (kept for them while alike),
     and those of the refresh in progress (:attr:`placed`)."""
@@ -87,26 +137,19 @@ class EmergingAnchors:
     def load_state(self, words) -> None:
         self.words = list(words or [])
 
-    def apply(self, anchors: np.ndarray, view, reservoir: DocumentBatch, stamps: np.ndarray, words: list[str],
+    def apply(self, anchors: np.ndarray, view, recent: RecentWords | None, words: list[str],
               previous_topics: np.ndarray, stopped: list[int] = ()) -> np.ndarray:
         """``anchors`` (word ids) with an anchor for each emerging subject they miss (see the module
-        docstring); ``view``: the statistics (the anchors' rows), ``reservoir`` and its ``stamps``,
-        ``words`` the vocabulary's words, ``previous_topics`` the last snapshot's topic-word matrix and
-        ``stopped`` the columns of its topics announced stopped
+        docstring); ``view``: the statistics (the anchors' rows), ``recent`` the reservoir's recent
+        words (None: it cannot tell), ``words`` the vocabulary's words, ``previous_topics`` the last
+        snapshot's topic-word matrix and ``stopped`` the columns of its topics announced stopped
         (:data:`~streamtopics.refresh.lineage.STOPPED_LATELY`), whose falling words hold no anchor back.
         Sets :attr:`placed` and :attr:`columns`, and remembers the words placed for the next refresh."""
         self.placed, self.columns = [], {}
-        recent = recent_documents(stamps)
         if recent is None:
             self.clear()
             return anchors
-        n_words = view.n_words
-        in_recent, in_older = document_frequencies(reservoir, recent, n_words)
-        n_recent, n_older = np.count_nonzero(recent), np.count_nonzero(~recent)
-        rise = word_rise(in_recent, in_older, n_recent, n_older)
-        expected = in_older * n_recent / n_older
-        falling = falling_words(rise, in_recent, expected)
-        rising = np.flatnonzero((rise >= RISE) & (in_recent >= MIN_DOCUMENTS))
+        falling, rising, profile_words = recent.falling, recent.rising, recent.profile_words
         if len(stopped):  # the words a stopped subject took away are no drift under way
             falling = falling & ~_head_words(previous_topics[:, list(stopped)], falling.size)
         if rising.size == 0 or _losing_words(previous_topics, falling):
@@ -114,22 +157,12 @@ class EmergingAnchors:
             return anchors
         anchors = np.array(anchors, dtype=np.int64)
         index = {w: i for i, w in enumerate(words)}
-        kept = np.array([index[w] for w in self.words if w in index and index[w] < n_words
-                         and in_recent[index[w]] >= MIN_DOCUMENTS], dtype=np.int64)
-        profile_words = np.flatnonzero((rise >= PROFILE_RISE) & (in_recent >= PROFILE_DOCUMENTS))
-        recent_batch = reservoir.select(np.flatnonzero(recent))
-        counts = word_counts(recent_batch, n_words)
-        present = (counts > 0).astype(np.float64).tocsc()
-        lifts: dict[int, np.ndarray] = {}
-
-        def lift(word: int) -> np.ndarray:
-            if word not in lifts:
-                lifts[word] = lift_column(counts, present, word)
-            return lifts[word]
-
-        alike = profile_cosines(present, np.concatenate([rising, anchors, kept]), profile_words)
-        leads = subject_leads(rising, rise, in_recent, alike[: rising.size, : rising.size])
-        held = _held_subjects(leads, anchors, rise, in_recent, alike[rising.size: rising.size + anchors.size])
+        kept = np.array([index[w] for w in self.words if w in index and index[w] < recent.n_words
+                         and recent.in_recent[index[w]] >= MIN_DOCUMENTS], dtype=np.int64)
+        alike = profile_cosines(recent.present, np.concatenate([rising, anchors, kept]), profile_words)
+        leads = recent.leads()
+        held = _held_subjects(leads, anchors, recent.rise, recent.in_recent,
+                              alike[rising.size: rising.size + anchors.size])
         placed, keeping = [], set()
         for lead in leads:
             if lead in held:
@@ -138,7 +171,7 @@ class EmergingAnchors:
             alike_kept = alike[rising.size + anchors.size:, lead]
             if alike_kept.size and alike_kept.max() >= SAME_SUBJECT:
                 placed.append(int(kept[int(np.argmax(alike_kept))]))  # the anchor it had at the last refresh
-            elif continued_topic(lift(int(rising[lead])), previous_topics, profile_words)[1] < CONTINUES:
+            elif continued_topic(recent.lift(int(rising[lead])), previous_topics, profile_words)[1] < CONTINUES:
                 placed.append(int(rising[lead]))
         placed = list(dict.fromkeys(w for w in placed if w not in set(anchors.tolist())))
         for word in placed:
@@ -150,7 +183,7 @@ class EmergingAnchors:
                 break
             anchors[slot] = word
         placed = [w for w in placed if w in set(anchors.tolist())]
-        self.columns = {w: lift(w) for w in placed}
+        self.columns = {w: recent.lift(w) for w in placed}
         self.placed = [words[w] for w in placed]
         self.words = list(self.placed)
         return anchors

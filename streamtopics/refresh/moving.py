@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..text.documents import DocumentBatch
-from .emerging import (CONTINUES, MIN_DOCUMENTS, PROFILE_DOCUMENTS, PROFILE_RISE, RISE, continued_topic,
-                       document_frequencies, falling_words, lift_column, profile_cosines, recent_documents,
-                       subject_leads, word_counts, word_rise)
+from .emerging import CONTINUES, MIN_DOCUMENTS, RecentWords, continued_topic
 
 
 class MovingTopics:
@@ -29,33 +26,22 @@ class MovingTopics:
     def __init__(self):
         self.leads: dict[int, list[str]] = {}
 
-    def update(self, reservoir: DocumentBatch, stamps: np.ndarray | None, words: list[str], n_words: int,
-               topic_ids: list[int], topic_word: np.ndarray) -> None:
-        """Compare the ``reservoir``'s recent documents (by their ``stamps``) with the older ones
-        against the last snapshot's topics (``topic_ids``, ``topic_word``; ``words`` the vocabulary's
-        words, the first ``n_words`` counted): keep the moving topics whose leads are still used and
-        add those a rising subject continues. Nothing is moving when the stamps cannot tell."""
-        recent = recent_documents(stamps)
+    def update(self, recent: RecentWords | None, words: list[str], topic_ids: list[int],
+               topic_word: np.ndarray) -> None:
+        """Compare the reservoir's ``recent`` words (None: it cannot tell; nothing is moving) with
+        the last snapshot's topics (``topic_ids``, ``topic_word``; ``words`` the vocabulary's
+        words): keep the moving topics whose leads are still used and add those a rising subject
+        continues."""
         if recent is None:
             self.leads = {}
             return
-        in_recent, in_older = document_frequencies(reservoir, recent, n_words)
-        n_recent, n_older = np.count_nonzero(recent), np.count_nonzero(~recent)
-        index = {w: i for i, w in enumerate(words[:n_words])}
+        index = {w: i for i, w in enumerate(words[:recent.n_words])}
         self.leads = {t: lead_words for t, lead_words in self.leads.items() if t in topic_ids
-                      and any(w in index and in_recent[index[w]] >= MIN_DOCUMENTS for w in lead_words)}
-        rise = word_rise(in_recent, in_older, n_recent, n_older)
-        rising = np.flatnonzero((rise >= RISE) & (in_recent >= MIN_DOCUMENTS))
-        if rising.size == 0:
-            return
-        risen = np.flatnonzero((rise >= PROFILE_RISE) & (in_recent >= PROFILE_DOCUMENTS))
-        fallen = np.flatnonzero(falling_words(rise, in_recent, in_older * n_recent / n_older))
-        counts = word_counts(reservoir.select(np.flatnonzero(recent)), n_words)
-        present = (counts > 0).astype(np.float64).tocsc()
-        alike = profile_cosines(present, rising, risen)
-        for lead in subject_leads(rising, rise, in_recent, alike):
-            word = int(rising[lead])
-            column, cosine = continued_topic(lift_column(counts, present, word), topic_word, np.union1d(risen, fallen))
+                      and any(w in index and recent.in_recent[index[w]] >= MIN_DOCUMENTS for w in lead_words)}
+        left_out = np.union1d(recent.profile_words, np.flatnonzero(recent.falling))  # the words that rose or fell
+        for lead in recent.leads():
+            word = int(recent.rising[lead])
+            column, cosine = continued_topic(recent.lift(word), topic_word, left_out)
             if cosine >= CONTINUES:
                 led = self.leads.setdefault(topic_ids[column], [])
                 if words[word] not in led:

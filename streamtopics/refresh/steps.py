@@ -32,6 +32,7 @@ import numpy as np
 
 from .anchor_selection import select_anchors
 from .carried import refine_carried
+from .emerging import RecentWords
 from .describe import (document_pool, newer_share, older_share, pool_mixtures, pooled_rows, recent_shares,
                        representative_documents, topic_coherence, topic_shares)
 from .recovery import Recovery, recover_topics
@@ -100,28 +101,27 @@ def choose_anchors(view, limits: StatisticsLimits, config, tracker, state, vocab
     return anchors
 
 
-def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, reservoir, stamps) -> np.ndarray:
+def emerging_subjects(anchors: np.ndarray, view, config, state, vocabulary, recent: RecentWords | None) -> np.ndarray:
     """The emerging subjects' step: with ``emerging_anchors``, after the burn-in and over exact sums,
-    an anchor for each subject whose words' rate jumped since the last refresh that ``anchors``
-    miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words placed), the
-    falling words of the topics announced stopped left out of its drift guard."""
+    an anchor for each subject whose words' rate jumped since the last refresh (``recent``) that
+    ``anchors`` miss (:class:`~streamtopics.refresh.emerging.EmergingAnchors`; it remembers the words
+    placed), the falling words of the topics announced stopped left out of its drift guard."""
     emerging, snapshot = state.emerging, state.snapshot
-    if not (config.emerging_anchors and state.settled and config.half_life is None and reservoir is not None):
+    if not (config.emerging_anchors and state.settled and config.half_life is None):
         emerging.clear()
         return anchors
     stopped = [k for k, topic in enumerate(snapshot.topic_ids) if topic in state.stopped]
-    return emerging.apply(anchors, view, reservoir, stamps, vocabulary.words, snapshot.topic_word, stopped)
+    return emerging.apply(anchors, view, recent, vocabulary.words, snapshot.topic_word, stopped)
 
 
-def moving_subjects(state, vocabulary, view, reservoir, stamps) -> None:
+def moving_subjects(state, vocabulary, recent: RecentWords | None) -> None:
     """The moving subjects' step: after the burn-in, which topics of the last snapshot a subject
     rising since the last refresh continues (:class:`~streamtopics.refresh.moving.MovingTopics`),
     so that the events take their drift for no stop."""
-    if not (state.settled and reservoir is not None):
+    if not state.settled:
         state.moving.leads = {}
         return
-    state.moving.update(reservoir, stamps, vocabulary.words, view.n_words, state.snapshot.topic_ids,
-                        state.snapshot.topic_word)
+    state.moving.update(recent, vocabulary.words, state.snapshot.topic_ids, state.snapshot.topic_word)
 
 
 def seeded_for_emerging_subjects(result: Recovery, columns: dict[int, np.ndarray]) -> Recovery:
@@ -240,8 +240,9 @@ def run_refresh(state, view, tracker, vocabulary, n_docs: int, position, reservo
     t0 = time.perf_counter()
     limits = read_statistics(view, config)
     anchors = choose_anchors(view, limits, config, tracker, state, vocabulary, replaced_slots, n_docs)
-    anchors = emerging_subjects(anchors, view, config, state, vocabulary, reservoir, stamps)
-    moving_subjects(state, vocabulary, view, reservoir, stamps)
+    recent = RecentWords.of(reservoir, stamps, view.n_words) if state.settled else None  # both steps read it
+    anchors = emerging_subjects(anchors, view, config, state, vocabulary, recent)
+    moving_subjects(state, vocabulary, recent)
     t_anchors = time.perf_counter() - t0
     result, warm = recover(view, anchors, limits, config, state, vocabulary)
     result = seeded_for_emerging_subjects(result, state.emerging.columns)
