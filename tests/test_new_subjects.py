@@ -10,7 +10,8 @@ import pytest
 
 from streamtopics.config import ModelConfig
 from streamtopics.refresh.describe import newer_share, older_share
-from streamtopics.refresh.lineage import NEW_SUBJECT, STOPPED_SUBJECT, RefreshState
+from streamtopics.refresh.lineage import (CONVERTED, NEW_SUBJECT, RISING_SUBJECT, STOP_EVIDENCE, STOPPED_SUBJECT,
+                                          RefreshState)
 from streamtopics.refresh.reservoir import Reservoir
 from streamtopics.text.vocabulary import Vocabulary
 
@@ -71,15 +72,17 @@ def test_reservoir_stamps_follow_documents_through_merge_drop_and_state(kind):
     assert not before_stamps.stamped_batch()[1].any() and before_stamps.stamp == 0
 
 
-def _recovery(topic_word, anchors, prevalence=None, older_share=None):
+def _recovery(topic_word, anchors, prevalence=None, older_share=None, recent_share=None, recent_expected=None):
     """A refresh's result as :meth:`RefreshState.publish` reads it (40 words): equal shares and
-    subjects as old as new unless given."""
+    subjects as old as new unless given (the recent ones unknown unless given)."""
     k = topic_word.shape[1]
     return SimpleNamespace(anchors=np.array(anchors), topic_word=topic_word, coefficients=np.ones((40, k)) / k,
                            prevalence=np.ones(k) / k if prevalence is None else np.array(prevalence),
                            alpha=np.ones(k), background=None, background_share=0.0,
                            older_share=np.ones(k) if older_share is None else np.array(older_share),
-                           newer_share=np.ones(k))
+                           newer_share=np.ones(k),
+                           recent_share=None if recent_share is None else np.array(recent_share, dtype=float),
+                           recent_expected=None if recent_expected is None else np.array(recent_expected, dtype=float))
 
 
 def _columns(*word_ranges, n_words):
@@ -138,6 +141,86 @@ def test_first_seen_share_survives_save_and_load():
     snapshot = restored.publish(result(newcomer, [0, 10, 20, 30], 0.9), vocabulary, 300)
     # a birth: the share now says old, but the first one, read back from the checkpoint, said new
     assert [e["type"] for e in snapshot.events if e["type"] in ("birth", "found")] == ["birth"]
+    legacy = {k: v for k, v in meta.items() if k != "first_new"}  # a file that kept the first older share
+    legacy["first_older"] = [[t, 0.1] for t, _ in meta["first_new"]]
+    restored = RefreshState(config)
+    restored.load_state_dict(arrays, legacy, vocabulary)
+    snapshot = restored.publish(result(newcomer, [0, 10, 20, 30], 0.9), vocabulary, 300)
+    assert [e["type"] for e in snapshot.events if e["type"] in ("birth", "found")] == ["birth"]
+
+
+@pytest.mark.parametrize(("rise_then", "rise_now", "evidence", "kind"),
+                         [(1.0, 1.0, 50.0, "found"), (2.0, 1.0, 50.0, "birth"), (1.0, 1.8, 50.0, "birth"),
+                          (3.0, 3.0, 5.0, "found")])
+def test_a_rising_subject_is_born_though_its_words_are_old(rise_then, rise_now, evidence, kind):
+    """A new topic whose words the oldest documents use too (older share 1.0) is still a birth when
+    its weight in the documents since the last refresh rose ``RISING_SUBJECT`` times over its
+    weight before, when it appeared or when announced, with ``STOP_EVIDENCE`` documents' worth
+    of evidence; without that evidence the rise says nothing."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=0))
+
+    def publish(topic_word, anchors, rise):
+        return state.publish(_recovery(topic_word, anchors, recent_share=[1.0, 1.0, 1.0, rise],
+                                       recent_expected=[50.0, 50.0, 50.0, evidence]), vocabulary, 100)
+
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    publish(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25], 1.0)
+    newcomer = _columns(*old, range(30, 40), n_words=40)
+    appeared = publish(newcomer, [0, 10, 20, 30], rise_then)
+    announced = publish(newcomer, [0, 10, 20, 30], rise_now)
+    assert [(e["type"], e["topic"]) for e in announced.events if e["type"] in ("birth", "found")] == [
+        (kind, appeared.topic_ids[3])]
+    assert RISING_SUBJECT == 1.5 and STOP_EVIDENCE == 10.0
+
+
+@pytest.mark.parametrize(("older", "rise", "converted"), [(1.0, 1.0, False), (1.0, 2.0, True), (0.2, 1.0, True)])
+def test_a_topic_that_moved_onto_a_new_subject_is_a_birth_under_a_new_id(older, rise, converted):
+    """An announced topic keeps its anchor while its words move wholesale (L1 2, past
+    ``CONVERTED``): onto a subject new to the stream (old words of the stream's start, rising) it is
+    a new topic, born after its grace, and the old id goes missing and leaves after its own; onto
+    a subject the stream held all along it stays a change of the same id."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=1))
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    first = state.publish(_recovery(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    moved_onto = _columns(*old, range(30, 40), n_words=40)
+    shares = {"older_share": [1.0, 1.0, 1.0, older], "recent_share": [1.0, 1.0, 1.0, rise],
+              "recent_expected": [50.0] * 4}
+    moved = state.publish(_recovery(moved_onto, [0, 10, 20, 25], **shares), vocabulary, 200)
+    announced = state.publish(_recovery(moved_onto, [0, 10, 20, 25], **shares), vocabulary, 300)
+    events = [(e["type"], e["topic"]) for snapshot in (moved, announced) for e in snapshot.events]
+    was = first.topic_ids[3]
+    if converted:
+        new = moved.topic_ids[3]
+        assert new != was and moved.tentative == [new] and moved.missing == [was]
+        # the old id goes after its grace: dead, as any gone topic without the pool that would tell it lost
+        assert events == [("birth", new), ("death", was)] and announced.topic_ids == moved.topic_ids
+    else:
+        assert moved.topic_ids == first.topic_ids and events == [("change", was)]
+    assert CONVERTED == 1.0
+
+
+def test_a_stopped_topic_whose_slot_takes_a_new_subject_leaves_without_a_return_or_second_death():
+    """Exact sums hold a stopped topic; when its slot moves onto a new subject the words are a birth
+    under a new id, and the stopped id leaves silently: not a return (its slot's rise is the
+    newcomer's), not dead twice."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=1))
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    before = _columns(*old, range(25, 30), n_words=40)
+    first = state.publish(_recovery(before, [0, 10, 20, 25]), vocabulary, 100)
+    stopping = {"recent_share": [1.0, 1.0, 1.0, 0.1], "recent_expected": [50.0] * 4}
+    stopped = state.publish(_recovery(before, [0, 10, 20, 25], **stopping), vocabulary, 200)
+    was = first.topic_ids[3]
+    assert [(e["type"], e["topic"]) for e in stopped.events] == [("death", was)] and stopped.stopped == [was]
+    rising = {"recent_share": [1.0, 1.0, 1.0, 3.0], "recent_expected": [50.0] * 4}
+    moved_onto = _columns(*old, range(30, 40), n_words=40)
+    events = []
+    for n_docs in (300, 400, 500):
+        snapshot = state.publish(_recovery(moved_onto, [0, 10, 20, 25], **rising), vocabulary, n_docs)
+        events += [(e["type"], e["topic"]) for e in snapshot.events]
+    assert events == [("birth", snapshot.topic_ids[3])] and was not in snapshot.topic_ids + snapshot.stopped
 
 
 @pytest.mark.parametrize(("goes_on", "kind"), [(False, "death"), (True, "lost")])
