@@ -22,6 +22,11 @@ archive in time order). A birth *finds* a newsgroup's start when, at the refresh
 the born topic's mean inferred mixture weight (``model.infer``) over 50 of each newsgroup's posts
 is highest for a newsgroup that started at most ``--window`` refreshes before; recall and
 precision as below, over the starts after the burn-in (``starts_in_burn_in`` counts the others).
+Newsgroups overlap (baseball and hockey, three on religion), so not every start is a subject new
+to the stream: a start is a **new subject** when the newsgroup's dominant topic in the Gibbs truth
+(20 Newsgroups, K = 20, as ``gibbs-20newsgroups``; the mean mixture of 300 of its posts, inferred
+over the truth's topics) is no earlier newsgroup's. ``new_subjects`` and ``recall_new_subjects``
+(``_within_2``) count those alone; ``hits`` names each start found and its delay.
 
 A **planted** stream, ``planted-<corpus>``, is the Gibbs-truth stream with a story: its last
 ``--planted`` truth topics are absent until a third of the stream and then start; the ``--planted``
@@ -89,6 +94,7 @@ STREAMS = ("gibbs-20newsgroups", "shuffled-20newsgroups", "shuffled-reuters", "p
            "reversed-20newsgroups", "staged-20newsgroups", "drifting-20newsgroups")
 STAGED_FIRST, STAGED_STEP = 0.40, 0.05  # where on the time line the first staged newsgroup starts, and the next ones
 MATCH_POSTS = 50  # posts of each newsgroup whose inferred mixtures match a born topic to a newsgroup
+TRUTH_POSTS = 300  # posts of each newsgroup whose mixtures over the Gibbs truth name its dominant subject
 DRIFT_WORDS, DRIFT_FROM, DRIFT_STEPS = 60, 300, 10  # head words that trade places, the rank of their partners, steps
 
 
@@ -201,6 +207,33 @@ def staged_stream(data: Path, seed: int) -> tuple[list[str], list[str], dict[str
     return texts, labels, first, samples
 
 
+def new_subject_starts(first: dict[str, int], data: Path, cache: Path) -> set[str]:
+    """The staged newsgroups (``first``: where each starts) whose dominant topic in the 20 Newsgroups
+    Gibbs truth (K = 20) is no earlier newsgroup's: subjects new to the stream (module docstring)."""
+    from benchmarks.quality.corpora import word_counts
+    from streamtopics.inference import infer_mixtures
+    from streamtopics.text.documents import DocumentBatch
+    from streamtopics.text.tokenizer import Tokenizer
+
+    truth = truths.load("20newsgroups", 20, cache=cache)
+    index = {word: i for i, word in enumerate(truth.vocabulary)}
+    texts, labels = archive_records("20newsgroups", data)
+    dominant = {}
+    for group in sorted(set(labels)):
+        counts = word_counts([t for t, label in zip(texts, labels) if label == group][:TRUTH_POSTS], index,
+                             Tokenizer(strip_mail=False))
+        batch = DocumentBatch(counts.indptr.astype(np.int64), counts.indices.astype(np.int32),
+                              counts.data.astype(np.float64), np.arange(counts.shape[0], dtype=np.uint64))
+        dominant[group] = int(np.argmax(infer_mixtures(batch, truth.topic_word).mean(axis=0)))
+    held = {dominant[group] for group in dominant if group not in first}
+    new = set()
+    for group in sorted(first, key=first.get):
+        if dominant[group] not in held:
+            new.add(group)
+        held.add(dominant[group])
+    return new
+
+
 def follow(model: StreamingTopicModel, chunks, after=None) -> list:
     """Feed the chunks, refreshing after each; every snapshot (with ``after(model, snapshot)``
     next to it when given)."""
@@ -223,25 +256,28 @@ def born_groups(model: StreamingTopicModel, snapshot, samples: dict[str, list[st
     return {topic: names[int(np.argmax(means[:, snapshot.column(topic)]))] for topic in born}
 
 
-def staged_found(snapshots: list, matches: list, first: dict[str, int], every: int, window: int) -> dict:
+def staged_found(snapshots: list, matches: list, first: dict[str, int], every: int, window: int,
+                 new_subjects: set[str] = frozenset()) -> dict:
     """Recall, precision and delays of the births after the burn-in against the staged
-    newsgroups' starts (see the module docstring)."""
+    newsgroups' starts, and recall over the starts of ``new_subjects`` (see the module docstring)."""
     settled = next((i for i, s in enumerate(snapshots) if not s.forming), len(snapshots))
     changed = {group: position // every for group, position in first.items()}  # the refresh that first saw it
     findable = {group for group, r in changed.items() if r >= settled}
-    hits, events, delays = set(), 0, []
+    hits, events = {}, 0
     for r, born in enumerate(matches):
         if r <= settled:
             continue
         for group in born.values():
             events += 1
-            if group in findable - hits and changed[group] <= r <= changed[group] + window:
-                hits.add(group)
-                delays.append(r - changed[group])
-    n = max(len(findable), 1)
+            if group in findable and group not in hits and changed[group] <= r <= changed[group] + window:
+                hits[group] = r - changed[group]
+    n, new = max(len(findable), 1), findable & set(new_subjects)
+    delays, new_delays = list(hits.values()), [d for g, d in hits.items() if g in new]
     return {"changes": len(findable), "starts_in_burn_in": len(first) - len(findable), "recall": len(hits) / n,
             "recall_within_2": sum(d <= 2 for d in delays) / n,
-            "precision": len(hits) / events if events else float("nan"), "events": events, "delays": delays}
+            "precision": len(hits) / events if events else float("nan"), "events": events, "delays": delays,
+            "hits": hits, "new_subjects": sorted(new), "recall_new_subjects": len(new_delays) / max(len(new), 1),
+            "recall_new_subjects_within_2": sum(d <= 2 for d in new_delays) / max(len(new), 1)}
 
 
 def churn(snapshots: list) -> dict:
@@ -332,20 +368,27 @@ def main(argv=None) -> None:
 
 def summed(results: list[dict]) -> dict:
     """The planted or staged changes of several draws added up: the changes, those an event found
-    (within 2 refreshes, and at all), the events, and the share of them that found one."""
+    (within 2 refreshes, and at all), the events, and the share of them that found one (the staged
+    new subjects' starts too, recall only)."""
     total = {}
     for result in results:
         reports = dict(result.get("planted", {}))
         if "staged" in result:
-            reports["birth"] = result["staged"]
+            staged = result["staged"]
+            reports["birth"] = staged
+            reports["birth_of_new_subject"] = {"changes": len(staged["new_subjects"]), "events": 0, "delays": [
+                delay for group, delay in staged["hits"].items() if group in staged["new_subjects"]]}
         for kind, report in reports.items():
             row = total.setdefault(kind, dict.fromkeys(("changes", "found_within_2", "found", "events"), 0))
             row["changes"] += report["changes"]
             row["found_within_2"] += sum(d <= 2 for d in report["delays"])
             row["found"] += len(report["delays"])
             row["events"] += report["events"]
-    for row in total.values():
-        row["precision"] = row["found"] / row["events"] if row["events"] else float("nan")
+    for kind, row in total.items():
+        if kind == "birth_of_new_subject":  # recall only: every birth counts in the births' precision
+            del row["events"]
+        else:
+            row["precision"] = row["found"] / row["events"] if row["events"] else float("nan")
     return total
 
 
@@ -358,8 +401,9 @@ def run_stream(name: str, settings: dict, args, seed: int) -> dict:
         chunks = (texts[s:s + args.archive_every] for s in range(0, len(texts), args.archive_every))
         followed = follow(model, chunks, lambda model, snapshot: born_groups(model, snapshot, samples))
         snapshots, matches = [s for s, _ in followed], [m for _, m in followed]
+        new_subjects = new_subject_starts(first, args.data, args.cache)
         return {"documents": len(texts), **churn(snapshots),
-                "staged": staged_found(snapshots, matches, first, args.archive_every, args.window)}
+                "staged": staged_found(snapshots, matches, first, args.archive_every, args.window, new_subjects)}
     if kind == "shuffled":
         texts = archive_texts(corpus, args.data, seed)
         model = StreamingTopicModel(args.topics, seed=0, **settings)

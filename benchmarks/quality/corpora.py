@@ -73,7 +73,8 @@ def raw_texts(name: str) -> tuple[list[str], list[str], str]:
     raise ValueError(f"unknown corpus {name!r}; use one of {CORPORA}")
 
 
-def _counts(texts, index, tokenizer) -> sp.csr_matrix:
+def word_counts(texts, index, tokenizer) -> sp.csr_matrix:
+    """The texts' counts (documents x words) over the words of ``index`` (word -> column)."""
     indptr, indices, values = [0], [], []
     for text in texts:
         row = sorted(Counter(i for i in map(index.get, tokenizer.tokenize(text)) if i is not None).items())
@@ -98,7 +99,7 @@ def load(name: str) -> Corpus:
     kept = sorted(((w, n) for w, n in df.items() if MIN_DF <= n <= ceiling), key=lambda item: (-item[1], item[0]))
     words = [w for w, _ in kept[:VOCABULARY_SIZE]]
     index = {w: i for i, w in enumerate(words)}
-    train, test = _counts(train_texts, index, tokenizer), _counts(test_texts, index, tokenizer)
+    train, test = word_counts(train_texts, index, tokenizer), word_counts(test_texts, index, tokenizer)
     return Corpus(name, train, test, words,
                   f"{note}; Tokenizer(strip_mail=False), its English stop list; V = {len(words)} training words with "
                   f"df >= {MIN_DF} and df <= {MAX_DF_FRACTION:.0%} of documents, highest df first")
