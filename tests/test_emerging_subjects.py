@@ -66,9 +66,10 @@ def test_recent_documents_are_the_newest_refreshes_until_enough():
     assert recent_documents(stamps[2000:], min_recent=1000) is None  # fewer older documents than recent ones
 
 
-def _stream(seed: int, start: int | None):
+def _stream(seed: int, start: int | None, diluted: float = 1.0):
     """Five separable topics over 300 words; the last is absent until document ``start`` (None:
-    never). Returns the counts, the vocabulary, the topics and each topic's anchor words."""
+    never), from where the fourth's weight is ``diluted`` times what it was. Returns the counts, the
+    vocabulary, the topics and each topic's anchor words."""
     rng = np.random.default_rng(seed)
     pool = separable_topics(300, 5, anchors_per_topic=3, anchor_mass=0.2, concentration=0.1, seed=rng)
     topics = pool.topic_word.copy()
@@ -77,6 +78,7 @@ def _stream(seed: int, start: int | None):
     mixtures = rng.dirichlet([0.3, 0.3, 0.3, 0.3, NEW_ALPHA], N_DOCS)
     if start is not None:
         mixtures[:start, 4] = 0.0
+        mixtures[start:, 3] *= diluted
     else:
         mixtures[:, 4] = 0.0
     mixtures /= mixtures.sum(axis=1, keepdims=True)
@@ -108,9 +110,12 @@ def _owner(topics: np.ndarray, word: int) -> int:
     return int(np.argmax(topics[word]))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 6, 7])
-def test_anchors_that_miss_a_starting_subject_get_one_of_its_words(seed):
-    counts, vocabulary, topics, anchor_words = _stream(seed, START)
+@pytest.mark.parametrize(("seed", "diluted"), [(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0),
+                                               (6, 1.0), (7, 1.0), (0, 0.3), (1, 0.3), (2, 0.3)])
+def test_anchors_that_miss_a_starting_subject_get_one_of_its_words(seed, diluted):
+    """Also while another topic loses weight, and so its words (``diluted``): that topic's drift
+    guard holds back only subjects alike it."""
+    counts, vocabulary, topics, anchor_words = _stream(seed, START, diluted)
     model = _learned(counts, vocabulary, START + 2 * EVERY)  # 1,000 documents since the start, none refreshed
     index = {w: i for i, w in enumerate(vocabulary)}
     # anchors that miss the subject, as where FastAnchorWords split an old topic instead: an anchor word of each
@@ -161,3 +166,19 @@ def test_the_placed_anchors_survive_a_checkpoint(tmp_path):
     assert words
     restored = StreamingTopicModel.load(model.save(tmp_path / "model.state"))
     assert restored.lineage.emerging.words == words
+
+
+def test_losing_words_marks_each_topic_with_a_falling_head_word():
+    """The drift guard holds back only the subjects most alike a topic that is losing words: which
+    topics have a falling word among their DRIFT_WORDS most probable, against a plain reference."""
+    from streamtopics.refresh.emerging import DRIFT_WORDS, _losing_words
+
+    rng = np.random.default_rng(0)
+    topics = rng.dirichlet(np.full(200, 0.05), size=6).T  # 200 words x 6 topics
+    falling = np.zeros(200, bool)
+    falling[rng.choice(200, size=3, replace=False)] = True
+    got = _losing_words(topics, falling)
+    for k in range(6):
+        head = sorted(range(200), key=lambda w: -topics[w, k])[:DRIFT_WORDS]
+        assert got[k] == any(falling[w] for w in head)
+    assert got.any() and not got.all()
