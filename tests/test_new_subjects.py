@@ -223,6 +223,26 @@ def test_a_stopped_topic_whose_slot_takes_a_new_subject_leaves_without_a_return_
     assert events == [("birth", snapshot.topic_ids[3])] and was not in snapshot.topic_ids + snapshot.stopped
 
 
+@pytest.mark.parametrize(("moved", "events"), [(0.0, [("return", 3)]), (0.6, [("change", 3)])])
+def test_a_stopped_topic_returns_only_while_its_slot_holds_still(moved, events):
+    """A stopped topic whose share is back returns; one whose slot moved ``change_threshold`` or more
+    meanwhile (towards a starting subject's words, whose rise it took) stays stopped, and dies no
+    second time when its slot moves back."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=1))
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    before = _columns(*old, range(25, 30), n_words=40)
+    state.publish(_recovery(before, [0, 10, 20, 25]), vocabulary, 100)
+    shares = lambda share: {"recent_share": [1.0, 1.0, 1.0, share], "recent_expected": [50.0] * 4}
+    assert state.publish(_recovery(before, [0, 10, 20, 25], **shares(0.1)), vocabulary, 200).stopped == [3]
+    towards = before.copy()
+    towards[:, 3] = (1 - moved / 2) * before[:, 3] + moved / 2 * _columns(range(30, 40), n_words=40)[:, 0]
+    back = state.publish(_recovery(towards, [0, 10, 20, 25], **shares(1.0)), vocabulary, 300)
+    assert [(e["type"], e["topic"]) for e in back.events] == events
+    after = state.publish(_recovery(before, [0, 10, 20, 25], **shares(0.1)), vocabulary, 400)
+    assert [e["type"] for e in after.events if e["type"] != "change"] == ([] if moved else ["death"])
+
+
 @pytest.mark.parametrize(("goes_on", "kind"), [(False, "death"), (True, "lost")])
 def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
     """Its last column put back beside the topics the pooled documents are inferred over: a topic

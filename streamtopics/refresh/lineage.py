@@ -299,7 +299,7 @@ class RefreshState:
         settled = previous is not None and self.burn_in_left is None
         events = self._events(previous, snapshot, alignment, older, newer, lately, recent, expected)
         if settled:
-            events += self._stops(snapshot, recent, expected)
+            events += self._stops(snapshot, recent, expected, alignment.distances)
         snapshot.events.extend(self._labelled(events, snapshot))
         for topic, share in zip(snapshot.topic_ids, np.asarray(snapshot.prevalence, dtype=np.float64).tolist()):
             if np.isfinite(share):
@@ -477,10 +477,14 @@ class RefreshState:
         for topic in list(self.departed)[: max(0, len(self.departed) - DEPARTED_PER_TOPIC * self.config.n_topics)]:
             del self.departed[topic]
 
-    def _stops(self, snapshot: TopicSnapshot, recent: dict | None, expected: dict | None) -> list[dict]:
+    def _stops(self, snapshot: TopicSnapshot, recent: dict | None, expected: dict | None,
+               moved: dict[int, float]) -> list[dict]:
         """Deaths of announced topics the model still holds whose subject stopped, and returns of
         stopped ones that picked up again (:data:`STOPPED_LATELY`); none when the stamps cannot tell.
-        A topic whose subject is moving onto new words (:mod:`~streamtopics.refresh.moving`) has not stopped."""
+        A topic whose subject is moving onto new words (:mod:`~streamtopics.refresh.moving`) has not stopped.
+        A stopped topic that ``moved`` (L1, by id) ``change_threshold`` or more since the last refresh
+        does not return: its slot is taking other words, and the rise is theirs (the reversed stream,
+        seed 3: a stopped slot moved 0.6 towards a starting subject, "returned", and died again)."""
         if recent is None or expected is None:
             return []
         top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
@@ -490,7 +494,7 @@ class RefreshState:
             if share is None or evidence is None:
                 continue
             if topic in self.stopped:
-                if share >= STOPPED_SUBJECT:
+                if share >= STOPPED_SUBJECT and moved.get(topic, 0.0) < self.config.change_threshold:
                     self.stopped.discard(topic)
                     events += [{**event, "type": "return"} for event in self._births(snapshot, top, [topic])]
                 continue
