@@ -243,6 +243,23 @@ def test_a_stopped_topic_returns_only_while_its_slot_holds_still(moved, events):
     assert [e["type"] for e in after.events if e["type"] != "change"] == ([] if moved else ["death"])
 
 
+def test_a_topic_is_not_born_and_stopped_in_one_snapshot():
+    """A new subject that came and went between refreshes (its recent share already low when its
+    grace ends) is announced born, and stopped only at the next refresh."""
+    vocabulary = Vocabulary([f"w{i}" for i in range(40)])
+    state = RefreshState(ModelConfig(n_topics=4, burn_in=0, birth_grace=1, death_grace=1))
+    old = [range(0, 10), range(10, 20), range(20, 25)]
+    state.publish(_recovery(_columns(*old, range(25, 30), n_words=40), [0, 10, 20, 25]), vocabulary, 100)
+    newcomer = _columns(*old, range(30, 40), n_words=40)
+    gone = {"older_share": [1.0, 1.0, 1.0, 0.1], "recent_share": [1.0, 1.0, 1.0, 0.1], "recent_expected": [50.0] * 4}
+    appeared = state.publish(_recovery(newcomer, [0, 10, 20, 30], **gone), vocabulary, 200)
+    new = appeared.topic_ids[3]
+    announced = state.publish(_recovery(newcomer, [0, 10, 20, 30], **gone), vocabulary, 300)
+    assert [e["type"] for e in announced.events if e["topic"] == new] == ["birth"] and announced.stopped == []
+    stopped = state.publish(_recovery(newcomer, [0, 10, 20, 30], **gone), vocabulary, 400)
+    assert [e["type"] for e in stopped.events if e["topic"] == new] == ["death"] and stopped.stopped == [new]
+
+
 @pytest.mark.parametrize(("goes_on", "kind"), [(False, "death"), (True, "lost")])
 def test_a_topic_that_goes_dies_only_if_its_subject_stopped(goes_on, kind):
     """Its last column put back beside the topics the pooled documents are inferred over: a topic

@@ -299,7 +299,8 @@ class RefreshState:
         settled = previous is not None and self.burn_in_left is None
         events = self._events(previous, snapshot, alignment, older, newer, lately, recent, expected)
         if settled:
-            events += self._stops(snapshot, recent, expected, alignment.distances)
+            announced = {event["topic"] for event in events if event["type"] in ("birth", "found", "return")}
+            events += self._stops(snapshot, recent, expected, alignment.distances, announced)
         snapshot.events.extend(self._labelled(events, snapshot))
         for topic, share in zip(snapshot.topic_ids, np.asarray(snapshot.prevalence, dtype=np.float64).tolist()):
             if np.isfinite(share):
@@ -478,13 +479,15 @@ class RefreshState:
             del self.departed[topic]
 
     def _stops(self, snapshot: TopicSnapshot, recent: dict | None, expected: dict | None,
-               moved: dict[int, float]) -> list[dict]:
+               moved: dict[int, float], announced: set[int] = frozenset()) -> list[dict]:
         """Deaths of announced topics the model still holds whose subject stopped, and returns of
         stopped ones that picked up again (:data:`STOPPED_LATELY`); none when the stamps cannot tell.
         A topic whose subject is moving onto new words (:mod:`~streamtopics.refresh.moving`) has not stopped.
         A stopped topic that ``moved`` (L1, by id) ``change_threshold`` or more since the last refresh
         does not return: its slot is taking other words, and the rise is theirs (the reversed stream,
-        seed 3: a stopped slot moved 0.6 towards a starting subject, "returned", and died again)."""
+        seed 3: a stopped slot moved 0.6 towards a starting subject, "returned", and died again).
+        A topic ``announced`` (born, found, back) in this very refresh does not stop in it: the
+        newsgroup-sorted 20 Newsgroups replay announced a Mac topic born and dead in one snapshot."""
         if recent is None or expected is None:
             return []
         top = snapshot.top_words(EVENT_WORDS, DISPLAY_RELEVANCE)
@@ -499,6 +502,7 @@ class RefreshState:
                     events += [{**event, "type": "return"} for event in self._births(snapshot, top, [topic])]
                 continue
             if (share < STOPPED_LATELY and evidence >= STOP_EVIDENCE and topic not in self.unannounced
+                    and topic not in announced
                     and topic not in self.moving.leads
                     and (self.config.min_prevalence == 0 or topic in self.significant)):
                 self.stopped.add(topic)
