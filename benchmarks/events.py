@@ -222,9 +222,8 @@ def new_subject_starts(first: dict[str, int], data: Path, cache: Path) -> set[st
     for group in sorted(set(labels)):
         counts = word_counts([t for t, label in zip(texts, labels) if label == group][:TRUTH_POSTS], index,
                              Tokenizer(strip_mail=False))
-        batch = DocumentBatch(counts.indptr.astype(np.int64), counts.indices.astype(np.int32),
-                              counts.data.astype(np.float64), np.arange(counts.shape[0], dtype=np.uint64))
-        dominant[group] = int(np.argmax(infer_mixtures(batch, truth.topic_word).mean(axis=0)))
+        mixtures = infer_mixtures(DocumentBatch.from_csr(counts), truth.topic_word)
+        dominant[group] = int(np.argmax(mixtures.mean(axis=0)))
     held = {dominant[group] for group in dominant if group not in first}
     new = set()
     for group in sorted(first, key=first.get):

@@ -19,9 +19,9 @@ stamps) with the older ones:
    the last snapshot (a drift onto new words: cosine 0.97; a subject whose topic formed a refresh
    before); and a subject gets no anchor while a topic of the last snapshot :data:`DRIFT_ALIKE`
    alike it is losing words (one of its :data:`DRIFT_WORDS` most probable fell :data:`FALL`-fold:
-   that topic's drift under way), the head words of the topics already announced stopped aside (exact sums keep
-   their fall for good, and the other topics share those words: a stream whose stops came first
-   never gave its later starts an anchor). Any topic losing words held every subject back until
+   that topic's drift under way), the head words of the topics already announced stopped aside
+   (exact sums keep their fall for good, and the other topics share those words: a stream whose
+   stops came first never gave its later starts an anchor). Any topic losing words held every subject back until
    2026-12-07: on the staged 20 Newsgroups stream the old newsgroups, diluted by the new ones,
    always had one ("hockey" fell 2-fold, "guns" 2.4-fold);
 4. each other subject gets an anchor in place of the anchor the others explain best (the least
@@ -316,17 +316,19 @@ def _held_subjects(leads: list[int], anchors: np.ndarray, rise: np.ndarray, in_r
 
 def _losing_words(topics: np.ndarray, falling: np.ndarray) -> np.ndarray:
     """Which of ``topics`` (V x K) have ``falling`` words among their DRIFT_WORDS most probable."""
-    rows = min(topics.shape[0], falling.size)
-    head = np.argsort(-topics[:rows], axis=0, kind="stable")[:DRIFT_WORDS]
-    return falling[:rows][head].any(axis=0)
+    return falling[_head_ids(topics, falling.size)].any(axis=0)
 
 
 def _head_words(topics: np.ndarray, n_words: int) -> np.ndarray:
     """The mask (over ``n_words``) of the words among the DRIFT_WORDS most probable of any of ``topics``."""
-    rows = min(topics.shape[0], n_words)
     mask = np.zeros(n_words, bool)
-    mask[np.argsort(-topics[:rows], axis=0, kind="stable")[:DRIFT_WORDS].ravel()] = True
+    mask[_head_ids(topics, n_words).ravel()] = True
     return mask
+
+
+def _head_ids(topics: np.ndarray, n_words: int) -> np.ndarray:
+    """Each topic's DRIFT_WORDS most probable words among the first ``n_words`` (DRIFT_WORDS x K)."""
+    return np.argsort(-topics[:min(topics.shape[0], n_words)], axis=0, kind="stable")[:DRIFT_WORDS]
 
 
 def _leave_one_out_residuals(rows: np.ndarray) -> np.ndarray:
