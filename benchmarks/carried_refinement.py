@@ -5,6 +5,8 @@ chunks with a refresh after each, once with each setting in the same run: per re
 seconds, the refinement's share, what the refinement continued (``restart``, ``carried``, or which
 won a challenge) and the matched L1 to the truth; then per setting the median refresh once the
 reservoir is full, all refreshes' seconds, documents per second end to end, and the final L1.
+``--only ids-first`` runs a third setting, ``refine_fill_restarts=False`` (the burn-in's refinement
+carried through the fill unchallenged: topic ids first).
 
     python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 40 --documents 70000
     python -m benchmarks.carried_refinement --corpus 20newsgroups --topics 50 --only carried
@@ -26,12 +28,13 @@ from streamtopics import StreamingTopicModel
 from streamtopics.evaluation import matched_l1
 
 CACHE = Path(__file__).resolve().parents[1] / ".artifacts" / "quality"
-SETTINGS = {"carried": True, "restarts": False}  # name -> refine_carry
+SETTINGS = {"carried": {}, "restarts": {"refine_carry": False}, "ids-first": {"refine_fill_restarts": False}}
+COMPARED = ("carried", "restarts")  # run unless --only names one setting
 
 
-def run(truth, documents, every: int, carry: bool) -> dict:
+def run(truth, documents, every: int, settings: dict) -> dict:
     """Feed ``documents`` in chunks of ``every``, refreshing after each; the rows and totals."""
-    model = StreamingTopicModel(truth.topic_word.shape[1], truth.vocabulary, refine_carry=carry)
+    model = StreamingTopicModel(truth.topic_word.shape[1], truth.vocabulary, **settings)
     rows, ingest_s, full = [], 0.0, model.config.resolved_reservoir_size()
     for start in range(0, documents.shape[0], every):
         t0 = time.perf_counter()
@@ -64,10 +67,10 @@ def main() -> None:
     truth = truths.load(args.corpus, args.topics, cache=args.cache)
     documents = draw(truth, args.documents, args.alpha, seed=args.stream_seed)
     results = {}
-    for name, carry in SETTINGS.items():
-        if args.only in (None, name):
-            print(f"# {name} (refine_carry={carry})", flush=True)
-            results[name] = run(truth, documents, args.every, carry)
+    for name, settings in SETTINGS.items():
+        if args.only == name or (args.only is None and name in COMPARED):
+            print(f"# {name} ({settings or 'defaults'})", flush=True)
+            results[name] = run(truth, documents, args.every, settings)
     for name, r in results.items():
         print(f"{name}: median refresh once the reservoir is full {r['full_median_s']:.2f} s; all refreshes "
               f"{r['refresh_s']:.1f} s, ingest {r['ingest_s']:.1f} s, {r['documents_per_s']:,.0f} documents/s end to "

@@ -107,6 +107,12 @@ class ModelConfig:
         True, "Once the burn-in is over (with half_life: once the reservoir is full), keep the refinement's CVB0 state from "
         "one refresh to the next; the first full reservoir restarts from the anchor seed, and a restart challenges it "
         "whenever the documents seen grew by a quarter (CPU refinement, refine_sweeps > 0).")
+    refine_fill_restarts: bool = _setting(
+        True, "With refine_carry, while the reservoir fills a restart from the anchor seed challenges the carried "
+        "refinement (at the refresh after the burn-in, then whenever the documents seen grew by a quarter) and replaces "
+        "it where it fits the reservoir better. False puts topic ids first: the burn-in's last refinement is carried "
+        "through the fill unchallenged (restarted only for emerging subjects), at some cost in quality there; from the "
+        "first full reservoir on both are the same.")
     refine_device: str = _setting(
         "cpu", f"Where the refinement runs: one of {REFINE_DEVICES} ('auto': a CUDA device where numba finds one).")
     max_vocabulary: int | None = _setting(None, "Open vocabulary: at most this many words (None: fixed).")
@@ -175,7 +181,7 @@ class ModelConfig:
             raise ValueError(f"cooccurrence must be one of {STATISTICS}")
         for name in ("window", "n_projections", "sketch_size", "sketch_rank"):
             setattr(self, name, None if getattr(self, name) is None else int(getattr(self, name)))
-        for name in ("refresh_in_background", "background_topic", "refine_carry"):
+        for name in ("refresh_in_background", "background_topic", "refine_carry", "refine_fill_restarts"):
             setattr(self, name, bool(getattr(self, name)))
         self.min_prevalence = float(self.min_prevalence)
         self.rp_min_support = float(self.rp_min_support)

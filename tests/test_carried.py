@@ -216,6 +216,26 @@ def test_carried_from_the_end_of_the_burn_in_and_restarted_once_the_reservoir_is
     assert not model.lineage.carried.filling
 
 
+def test_ids_first_carries_the_burn_ins_refinement_through_the_fill_unchallenged():
+    _, words, texts = sparse_topic_stream(3600, seed=3)
+    model = StreamingTopicModel(6, words, **{**SETTINGS, "reservoir_size": 2800, "refine_fill_restarts": False})
+    sources, holding, forming = [], [], []
+    for start in range(0, len(texts), 400):  # refreshes at 400, 800, ..., 3,600 documents
+        model.learn_many(texts[start:start + 400])
+        model.refresh()
+        sources.append(model.last_refresh["refinement_source"])
+        holding.append(model.lineage.carried.keys is not None)
+        forming.append(model.snapshot.forming)
+    settled = forming.index(False)  # the refresh that ends the burn-in
+    assert 0 < settled <= 3, forming
+    # every burn-in refresh restarts from the seed and keeps its shares; the next one carries them on
+    assert sources[:settled + 1] == ["restart"] * (settled + 1) and all(holding), (sources, holding)
+    # carried through the fill without challenges (the defaults challenge at 1.25x the last restart's
+    # documents); full at 2,800: a restart, carried on at 3,200 and challenged at 3,600 (1.25 x 2,800)
+    assert sources[settled + 1:6] == ["carried"] * (5 - settled), sources
+    assert sources[6:8] == ["restart", "carried"] and ("challenge" in sources[8] or "over a restart" in sources[8])
+
+
 def test_the_background_keeps_the_recoverys_distribution(monkeypatch):
     _, words, texts = sparse_topic_stream(2000, seed=4)
     model = StreamingTopicModel(6, words, **SETTINGS)

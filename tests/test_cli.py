@@ -102,18 +102,20 @@ def test_replay_half_life_in_stream_time(tmp_path):
     assert untimed.returncode == 2 and "--half-life-time needs timestamps" in untimed.stderr
 
 
-def test_the_carried_refinement_is_on_unless_switched_off(tmp_path):
+def test_the_carried_refinement_and_its_challenges_are_on_unless_switched_off(tmp_path):
     from click.testing import CliRunner
 
     from consumers.cli import main
 
     archive = write_archive(tmp_path / "news.jsonl")
-    for switch, expected in ((None, True), ("--no-refine-carry", False), ("--refine-carry", True)):
+    for switch, carry, challenge in ((None, True, True), ("--no-refine-carry", False, True),
+                                     ("--refine-carry", True, True), ("--no-refine-fill-restarts", True, False)):
         out = tmp_path / str(switch)
         result = CliRunner().invoke(main, ["replay", str(archive), "--out", str(out), *SMALL,
                                            *([switch] if switch else [])])
         assert result.exit_code == 0, result.output
-        assert StreamingTopicModel.load(model_path(out)).config.refine_carry is expected
+        config = StreamingTopicModel.load(model_path(out)).config
+        assert (config.refine_carry, config.refine_fill_restarts) == (carry, challenge)
 
 
 def test_replay_reports_malformed_records_and_finishes(tmp_path):

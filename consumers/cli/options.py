@@ -164,7 +164,9 @@ def model_options(function):
 
 def refinement_options(function):
     """--refine-device: where each refresh's refinement runs; --refine-carry: whether it keeps its
-    work from one refresh to the next."""
+    work from one refresh to the next; --refine-fill-restarts: whether restarts challenge it while the
+    reservoir fills."""
+    function = model_option("refine_fill_restarts")(function)
     function = model_option("refine_carry")(function)
     return model_option("refine_device", click.Choice(model_config.REFINE_DEVICES),
                         more_help="cuda needs numba's CUDA target: pip install 'numba-cuda[cu13]' "

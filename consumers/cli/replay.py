@@ -246,7 +246,7 @@ def run_dask_replay(console: Console, model: StreamingTopicModel, source, out: P
                    "processes on this machine). Same snapshots as without; needs pip install 'streamtopics[dask]'.")
 def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, time_format, from_offset, from_time,
            out, snapshot_every, snapshot_interval, speed, n_topics, vocabulary_size, warmup_documents, seed, refine_device,
-           refine_carry,
+           refine_carry, refine_fill_restarts,
            stop_words_file, strip_mail, max_df, anchor_min_df, match_threshold, burn_in, half_life, half_life_time,
            max_time_skew, checkpoint_every, stop_after, resume, force, show_topics, words, quiet, serve_at, allow_remote, keep_serving, dask_scheduler):
     """Replay an archived stream: write snapshots to --out and print topic events as they occur.
@@ -308,7 +308,7 @@ def replay(source, format_, vocabulary_file, text_fields, id_field, time_field, 
                       else {"half_life": half_life})
         model = StreamingTopicModel(n_topics, vocabulary_size=vocabulary_size, warmup_documents=warmup_documents,
                                     seed=seed, refine_device=refine_device, refine_carry=refine_carry,
-                                    max_time_skew=max_time_skew, **forgetting,
+                                    refine_fill_restarts=refine_fill_restarts, max_time_skew=max_time_skew, **forgetting,
                                     **topic_settings(stop_words_file, strip_mail, max_df, anchor_min_df,
                                                      match_threshold, burn_in))
         if snapshot_every is None and snapshot_interval is None:

@@ -144,7 +144,7 @@ class CarriedRefinement:
 
 def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinement, n_topics: int,
                    background_words: np.ndarray | None, n_docs: int, config, full: bool,
-                   new_subjects: bool = False) -> tuple:
+                   new_subjects: bool = False, from_seed: bool = False) -> tuple:
     """The refinement step with ``carried`` state (see the module docstring): the recovery
     refined over the ``reservoir`` and the :class:`~streamtopics.refresh.refinement.Refinement`
     run, ``carried`` moved on. ``n_docs``: the documents seen, for the challenge schedule;
@@ -152,17 +152,21 @@ def refine_carried(recovery, reservoir: DocumentBatch, carried: CarriedRefinemen
     ``new_subjects``: the seed has anchors placed for emerging subjects (:mod:`~streamtopics.refresh.emerging`),
     and a restart from it replaces the carried refinement: the carried shares had put the new
     subjects into one column, and restarts near them lost the challenge (planted stream: one at L1
-    0.34 and 0.25 from the two by 0.02 nats a token, one at 0.21 and 0.15 by -0.003)."""
+    0.34 and 0.25 from the two by 0.02 nats a token, one at 0.21 and 0.15 by -0.003); ``from_seed``:
+    restart from the seed whatever is carried, and keep its shares (``refine_fill_restarts=False`` in
+    the burn-in). With ``config.refine_fill_restarts`` off no restart challenges the carried state
+    before the reservoir is ``full``."""
     seed = recovery_columns(recovery)
     smoothing = config.refine_smoothing
     held = held_out_mask(reservoir.keys)
     fit = np.flatnonzero(~held)
     fingerprints = document_fingerprints(reservoir)[fit]
-    carry_on = carried.holds(seed.shape[1]) and not (full and carried.filling)
+    carry_on = not from_seed and carried.holds(seed.shape[1]) and not (full and carried.filling)
     carried.filling = not full
     candidate = _carry(seed, reservoir, fit, fingerprints, carried, n_topics, smoothing) if carry_on else None
+    challenged = challenge_due(carried, n_docs) and (full or config.refine_fill_restarts)
     restart = None
-    if candidate is None or challenge_due(carried, n_docs) or new_subjects:
+    if candidate is None or challenged or new_subjects:
         restart = refine_topics(seed, reservoir, config.refine_iterations, smoothing=smoothing,
                                 sweeps=config.refine_sweeps, held_out=held, hold_from=n_topics)
         carried.restarted_at = n_docs

@@ -164,7 +164,8 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
     recovery as it is. With ``refine_carry`` (CVB0 sweeps on the CPU), once the burn-in is over or
     the reservoir full, the refinement continues the state's carried one
     (:func:`~streamtopics.refresh.carried.refine_carried`), otherwise it starts from the anchor seed
-    (:func:`~streamtopics.refresh.refinement.refine_recovery`).
+    (:func:`~streamtopics.refresh.refinement.refine_recovery`; with ``refine_fill_restarts=False`` the
+    carried one's restart, whose shares the refresh after the burn-in carries on).
     Where the anchors explain the frequent words' rows to within their sampling noise (separable
     sums, :mod:`~streamtopics.refresh.separability`) the recovery is published unrefined: the
     refinement would move it away from the truth."""
@@ -177,9 +178,10 @@ def refine(result: Recovery, reservoir, limits: StatisticsLimits, config, state,
                                   source="none: the anchors fit the sums to their noise")
     full = len(reservoir) >= config.resolved_reservoir_size()
     early = state.settled and config.half_life is None  # a forgetting model follows its seed until full
-    if config.refine_carry and config.refine_sweeps > 0 and (full or early) and device == "cpu":
+    ids_first = not config.refine_fill_restarts and config.half_life is None  # the burn-in's shares kept to carry on
+    if config.refine_carry and config.refine_sweeps > 0 and (full or early or ids_first) and device == "cpu":
         return refine_carried(result, reservoir, state.carried, config.n_topics, limits.background_words, n_docs,
-                              config, full, new_subjects=bool(state.emerging.placed))
+                              config, full, new_subjects=bool(state.emerging.placed), from_seed=not (full or early))
     return refine_recovery(result, reservoir, config.n_topics, limits.background_words, config.refine_iterations,
                            config.refine_smoothing, config.refine_sweeps, config.refine_device)
 
