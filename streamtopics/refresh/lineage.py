@@ -479,7 +479,7 @@ class RefreshState:
             del self.departed[topic]
 
     def _stops(self, snapshot: TopicSnapshot, recent: dict | None, expected: dict | None,
-               moved: dict[int, float], announced: set[int] = frozenset()) -> list[dict]:
+               moved: dict[int, float], announced: set[int]) -> list[dict]:
         """Deaths of announced topics the model still holds whose subject stopped, and returns of
         stopped ones that picked up again (:data:`STOPPED_LATELY`); none when the stamps cannot tell.
         A topic whose subject is moving onto new words (:mod:`~streamtopics.refresh.moving`) has not stopped.
